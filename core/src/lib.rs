@@ -1,0 +1,15 @@
+//! Pure core of loggp-shim.
+//!
+//! Nothing here knows about MPI, libc or a real clock: every function that
+//! decides *when* something happens takes the current time (nanoseconds on
+//! some monotonic clock) as an argument, so the rules of `DESIGN.md` §1 are
+//! unit-tested with plain numbers.
+
+pub mod config;
+pub mod fit;
+pub mod stats;
+pub mod units;
+pub mod vt;
+
+pub use config::{Config, ConfigError, VtMode};
+pub use vt::{Departure, RecvGate, SendSide, Transit};

@@ -1,0 +1,1 @@
+//! Robust statistics (owned by the calibrate work; see issue 3).

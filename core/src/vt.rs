@@ -1,0 +1,294 @@
+//! Virtual-time scheduling (DESIGN.md §1, "Virtual time, in one paragraph").
+//!
+//! Data moves natively; what is emulated is *when* each side may see it:
+//!
+//! * send: after `o_s`, a message gets a virtual departure
+//!   `d = max(ready, link_free)`, where `ready` is "now", delayed only when
+//!   `send_queue` messages already wait to depart. The link is then busy
+//!   until `d + g_s + (s-1)·G` (LogGP's `g + (s-1)G`). A blocking send
+//!   completes no earlier than the last byte's departure `d + (s-1)·G`.
+//! * receive: the message virtually arrives at
+//!   `a = d + L_native(s) + L + (s-1)·max(0, G - G_native)` and is delivered
+//!   at `r = max(native completion, a, previous delivery + g_r)`, after which
+//!   the receiver spins `o_r`.
+//!
+//! Every time here is nanoseconds on one monotonic clock, passed in.
+
+use crate::config::Config;
+use std::collections::VecDeque;
+
+/// Native transit model `L_native(s) = base + s · per_byte`, learned or
+/// calibrated at start-up.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Transit {
+    /// Latency of a tiny message, ns.
+    pub base_ns: f64,
+    /// Native time per byte (native G), ns/B.
+    pub per_byte_ns: f64,
+}
+
+impl Transit {
+    /// Native transit of an `s`-byte message, ns.
+    pub fn of(&self, bytes: u64) -> f64 {
+        self.base_ns + self.per_byte_ns * bytes as f64
+    }
+
+    /// Fits the model from two half round trips: one of a small and one of
+    /// a large message. Negative slopes (noise) are clamped to zero.
+    pub fn from_two_points(small: (u64, f64), large: (u64, f64)) -> Transit {
+        let (s0, t0) = small;
+        let (s1, t1) = large;
+        let per_byte = if s1 > s0 {
+            ((t1 - t0) / (s1 - s0) as f64).max(0.0)
+        } else {
+            0.0
+        };
+        Transit {
+            base_ns: (t0 - per_byte * s0 as f64).max(0.0),
+            per_byte_ns: per_byte,
+        }
+    }
+}
+
+/// `(s - 1)` for LogGP's byte terms, zero for empty messages.
+fn bytes_after_first(bytes: u64) -> f64 {
+    bytes.saturating_sub(1) as f64
+}
+
+/// What the sender must do for one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Departure {
+    /// Spin (CPU busy) until this time before posting the send: the send
+    /// queue was full. Equal to the `now` passed in when it was not.
+    pub ready: u64,
+    /// Virtual departure `d`, carried to the receiver in the piggyback.
+    pub d: u64,
+    /// A blocking send (or Wait on the send request) returns no earlier.
+    pub complete_at: u64,
+}
+
+/// Per-rank sender state: the link and the send queue.
+#[derive(Clone, Debug)]
+pub struct SendSide {
+    g_s: u64,
+    g_big: f64,
+    queue_cap: usize,
+    link_free: u64,
+    /// Virtual departures that may lie in the future, oldest first.
+    pending: VecDeque<u64>,
+}
+
+impl SendSide {
+    pub fn new(cfg: &Config) -> SendSide {
+        SendSide {
+            g_s: cfg.g_s,
+            g_big: cfg.g_big,
+            queue_cap: cfg.send_queue.max(1) as usize,
+            link_free: 0,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// Schedules one message of `bytes` bytes whose `o_s` has been spent by
+    /// `now`.
+    pub fn depart(&mut self, now: u64, bytes: u64) -> Departure {
+        while self.pending.front().is_some_and(|&d| d <= now) {
+            self.pending.pop_front();
+        }
+        // A full queue holds the sender until its oldest message departs.
+        let ready = if self.pending.len() >= self.queue_cap {
+            let oldest = self.pending[self.pending.len() - self.queue_cap];
+            oldest.max(now)
+        } else {
+            now
+        };
+        while self.pending.front().is_some_and(|&d| d <= ready) {
+            self.pending.pop_front();
+        }
+        let d = ready.max(self.link_free);
+        let wire = (bytes_after_first(bytes) * self.g_big).round() as u64;
+        self.link_free = d + self.g_s + wire;
+        if d > ready {
+            self.pending.push_back(d);
+        }
+        Departure {
+            ready,
+            d,
+            complete_at: d + wire,
+        }
+    }
+
+    /// Number of messages whose departure lies after `now`.
+    pub fn queued(&self, now: u64) -> usize {
+        self.pending.iter().filter(|&&d| d > now).count()
+    }
+}
+
+/// Per-rank receiver state: the delivery gate.
+#[derive(Clone, Debug)]
+pub struct RecvGate {
+    l: u64,
+    g_r: u64,
+    g_big: f64,
+    transit: Transit,
+    last_delivery: Option<u64>,
+}
+
+impl RecvGate {
+    pub fn new(cfg: &Config, transit: Transit) -> RecvGate {
+        RecvGate {
+            l: cfg.l,
+            g_r: cfg.g_r,
+            g_big: cfg.g_big,
+            transit,
+            last_delivery: None,
+        }
+    }
+
+    /// Virtual arrival `a` of a message that departed at `d`.
+    pub fn arrival(&self, d: u64, bytes: u64) -> u64 {
+        let extra_g = (self.g_big - self.transit.per_byte_ns).max(0.0);
+        let t = self.transit.of(bytes) + self.l as f64 + bytes_after_first(bytes) * extra_g;
+        d + t.round() as u64
+    }
+
+    /// Earliest time at which the message may be delivered: `max(a, previous
+    /// delivery + g_r)`. Native completion is the caller's `now`.
+    pub fn ready_at(&self, d: u64, bytes: u64) -> u64 {
+        let a = self.arrival(d, bytes);
+        match self.last_delivery {
+            Some(last) if self.g_r > 0 => a.max(last + self.g_r),
+            _ => a,
+        }
+    }
+
+    /// Delivers the message if it may be delivered at `now`; records the
+    /// delivery. Otherwise returns the time it becomes deliverable.
+    pub fn try_deliver(&mut self, now: u64, d: u64, bytes: u64) -> Result<(), u64> {
+        let r = self.ready_at(d, bytes);
+        if now >= r {
+            self.last_delivery = Some(now);
+            Ok(())
+        } else {
+            Err(r)
+        }
+    }
+
+    /// Records a delivery at `r` decided by the caller (after waiting).
+    pub fn delivered(&mut self, r: u64) {
+        self.last_delivery = Some(self.last_delivery.map_or(r, |l| l.max(r)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(f: impl FnOnce(&mut Config)) -> Config {
+        let mut c = Config::default();
+        f(&mut c);
+        c
+    }
+
+    #[test]
+    fn no_knobs_departs_now() {
+        let mut s = SendSide::new(&Config::default());
+        assert_eq!(
+            s.depart(100, 8),
+            Departure {
+                ready: 100,
+                d: 100,
+                complete_at: 100
+            }
+        );
+        assert_eq!(s.depart(101, 8).d, 101);
+    }
+
+    #[test]
+    fn g_s_spaces_departures() {
+        let mut s = SendSide::new(&cfg(|c| c.g_s = 20_000));
+        let ds: Vec<u64> = (0..4).map(|i| s.depart(1_000 + i, 8).d).collect();
+        assert_eq!(ds, vec![1_000, 21_000, 41_000, 61_000]);
+        // A later message after an idle period departs at once.
+        assert_eq!(s.depart(200_000, 8).d, 200_000);
+    }
+
+    #[test]
+    fn g_and_g_s_add_as_in_loggp() {
+        // g + (s-1)G: 1001 bytes at 10 ns/B occupy the link 10 us, then g_s.
+        let mut s = SendSide::new(&cfg(|c| {
+            c.g_s = 5_000;
+            c.g_big = 10.0
+        }));
+        let first = s.depart(0, 1001);
+        assert_eq!(first.d, 0);
+        assert_eq!(first.complete_at, 10_000);
+        assert_eq!(s.depart(0, 1).d, 15_000);
+    }
+
+    #[test]
+    fn full_send_queue_holds_the_sender() {
+        let mut s = SendSide::new(&cfg(|c| {
+            c.g_s = 10_000;
+            c.send_queue = 2
+        }));
+        // d = 0 (departs now, not queued), 10us, 20us (two queued).
+        assert_eq!(s.depart(0, 8).ready, 0);
+        assert_eq!(s.depart(0, 8).d, 10_000);
+        assert_eq!(s.depart(0, 8).d, 20_000);
+        assert_eq!(s.queued(0), 2);
+        // Queue full: wait for the oldest future departure (10us).
+        let dep = s.depart(0, 8);
+        assert_eq!(dep.ready, 10_000);
+        assert_eq!(dep.d, 30_000);
+    }
+
+    #[test]
+    fn arrival_adds_l_and_extra_g() {
+        let t = Transit {
+            base_ns: 200.0,
+            per_byte_ns: 0.125,
+        };
+        let g = RecvGate::new(
+            &cfg(|c| {
+                c.l = 5_000;
+                c.g_big = 10.0
+            }),
+            t,
+        );
+        // 8 B: 200 + 1 + 5000 + 7 * 9.875 = 5270.125 -> 5270
+        assert_eq!(g.arrival(1_000, 8), 1_000 + 5_270);
+        // G below native adds nothing.
+        let g2 = RecvGate::new(&cfg(|c| c.g_big = 0.1), t);
+        assert_eq!(g2.arrival(0, 1000), 325);
+    }
+
+    #[test]
+    fn overlap_hides_latency() {
+        // Message departed at 0 with L=50us; receiver asks at 200us: no delay.
+        let mut g = RecvGate::new(&cfg(|c| c.l = 50_000), Transit::default());
+        assert_eq!(g.try_deliver(200_000, 0, 8), Ok(()));
+        // With L=500us it is not there yet at 200us.
+        let mut g = RecvGate::new(&cfg(|c| c.l = 500_000), Transit::default());
+        assert_eq!(g.try_deliver(200_000, 0, 8), Err(500_000));
+    }
+
+    #[test]
+    fn g_r_spaces_deliveries() {
+        let mut g = RecvGate::new(&cfg(|c| c.g_r = 20_000), Transit::default());
+        assert_eq!(g.try_deliver(0, 0, 8), Ok(()));
+        assert_eq!(g.try_deliver(1_000, 0, 8), Err(20_000));
+        g.delivered(20_000);
+        assert_eq!(g.ready_at(0, 8), 40_000);
+        assert_eq!(g.try_deliver(50_000, 0, 8), Ok(()));
+    }
+
+    #[test]
+    fn transit_fit() {
+        let t = Transit::from_two_points((8, 201.0), (1_048_584, 131_273.0));
+        assert!((t.per_byte_ns - 0.125).abs() < 1e-3, "{t:?}");
+        assert!((t.base_ns - 200.0).abs() < 1.0, "{t:?}");
+        let flat = Transit::from_two_points((8, 300.0), (1024, 250.0));
+        assert_eq!(flat.per_byte_ns, 0.0);
+    }
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what loggp-shim needs from Debian's packages: Open MPI and MPICH
+# (each with its compiler wrappers), gfortran. Skips apt when all is there.
+set -euo pipefail
+need=()
+for cmd in mpicc.openmpi mpirun.openmpi mpicc.mpich mpirun.mpich gfortran mpifort.openmpi mpifort.mpich; do
+  command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
+done
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: missing ${need[*]}; installing Debian packages" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran gcc libc6-dev make >/dev/null
