@@ -1,7 +1,11 @@
 //! `loggp`: the front door of loggp-shim.
 
+mod calibrate;
+#[allow(dead_code)]
 mod knobs;
+#[allow(dead_code)]
 mod launch;
+mod sweep;
 
 use launch::Mpi;
 use std::process::ExitCode;
@@ -26,6 +30,8 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("run") => cmd_run(&args[1..]),
         Some("shim-path") => cmd_shim_path(&args[1..]),
+        Some("calibrate") => calibrate::main(&args[1..]),
+        Some("sweep") => sweep::main(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
