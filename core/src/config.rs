@@ -109,7 +109,11 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     ("LOGGP_VT", "virtual time: auto, on, off", "auto"),
     ("LOGGP_LOG", "log to stderr: off, info, debug", "off"),
     ("LOGGP_REPORT", "path of a per-rank JSON summary", "none"),
-    ("LOGGP_INLINE_MAX", "bytes below which the piggyback is staged", "16384"),
+    (
+        "LOGGP_INLINE_MAX",
+        "bytes below which the piggyback is staged",
+        "16384",
+    ),
 ];
 
 /// Variables with the `LOGGP_` prefix that belong to other parts of the
@@ -222,7 +226,8 @@ impl Config {
                         .filter(|&n| n <= 1 << 30)
                         .ok_or_else(|| err(k, v, "a number of bytes from 0 to 1073741824"))?
                 }
-                other if FOREIGN_VARIABLES.contains(&other) || other.starts_with("LOGGP_TEST_") => {}
+                other if FOREIGN_VARIABLES.contains(&other) || other.starts_with("LOGGP_TEST_") => {
+                }
                 other => {
                     let names: Vec<&str> = VARIABLES.iter().map(|v| v.0).collect();
                     return Err(err(
@@ -321,7 +326,12 @@ mod tests {
 
     #[test]
     fn added_knobs_take_plus() {
-        let c = cfg(&[("LOGGP_L", "+5us"), ("LOGGP_O_S", "2us"), ("LOGGP_O_R", "+250ns")]).unwrap();
+        let c = cfg(&[
+            ("LOGGP_L", "+5us"),
+            ("LOGGP_O_S", "2us"),
+            ("LOGGP_O_R", "+250ns"),
+        ])
+        .unwrap();
         assert_eq!((c.l, c.o_s, c.o_r), (5000, 2000, 250));
         assert!(c.vt_active());
     }
@@ -344,12 +354,18 @@ mod tests {
     fn errors_name_variable_value_and_accepted() {
         let e = cfg(&[("LOGGP_L", "-5us")]).unwrap_err();
         let line = e.to_string();
-        assert!(line.starts_with("LOGGP_L=\"-5us\" is not accepted: expected a time"), "{line}");
+        assert!(
+            line.starts_with("LOGGP_L=\"-5us\" is not accepted: expected a time"),
+            "{line}"
+        );
         assert!(!line.contains('\n'));
         let e = cfg(&[("LOGGP_LL", "5us")]).unwrap_err();
         assert_eq!(e.var, "LOGGP_LL");
         assert!(e.to_string().contains("LOGGP_L,"), "{e}");
-        assert_eq!(cfg(&[("LOGGP_SEND_QUEUE", "0")]).unwrap_err().var, "LOGGP_SEND_QUEUE");
+        assert_eq!(
+            cfg(&[("LOGGP_SEND_QUEUE", "0")]).unwrap_err().var,
+            "LOGGP_SEND_QUEUE"
+        );
         assert_eq!(cfg(&[("LOGGP_VT", "maybe")]).unwrap_err().var, "LOGGP_VT");
     }
 

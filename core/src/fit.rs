@@ -1,2 +1,292 @@
-//! Least-squares fitting and protocol-change detection (owned by the
-//! calibrate work; see issue 3).
+//! Least-squares line fits and protocol-change detection (issue 3).
+//!
+//! Hoefler, Lichei and Rehm, "Low-Overhead LogGP Parameter Assessment for
+//! Modern Interconnection Networks", IPDPS 2007, §3.3 fit
+//!
+//! ```text
+//! g + (s − 1)·G = (PRTT(n,0,s) − PRTT(1,0,s)) / (n − 1)        (eq. 7)
+//! ```
+//!
+//! by linear least squares over many message sizes `s`, and §3.5 split the
+//! sizes into ranges, one per transport protocol, with a look-ahead test on
+//! the mean least-squares deviation (eq. 8). Both are here, on plain numbers.
+
+/// A fitted line `y = intercept + slope · x`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Line {
+    pub intercept: f64,
+    pub slope: f64,
+    /// Points used.
+    pub n: usize,
+    /// Residual sum of squares `Σ (intercept + slope·x_i − y_i)²`.
+    pub rss: f64,
+}
+
+impl Line {
+    /// The fitted value at `x`.
+    pub fn at(&self, x: f64) -> f64 {
+        self.intercept + self.slope * x
+    }
+}
+
+/// Ordinary least squares for `y = a + b·x` (the closed form of the normal
+/// equations, e.g. Press et al., *Numerical Recipes*, §15.2):
+///
+/// ```text
+/// b = Σ (x_i − x̄)(y_i − ȳ) / Σ (x_i − x̄)²,    a = ȳ − b·x̄
+/// ```
+///
+/// Centring first keeps the sums accurate when `x` spans 1 B to 1 MiB.
+/// `None` for fewer than two points or when all `x` are equal.
+pub fn fit_line(points: &[(f64, f64)]) -> Option<Line> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let xm = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let ym = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - xm) * (p.0 - xm)).sum();
+    if sxx <= 0.0 || !sxx.is_finite() {
+        return None;
+    }
+    let sxy: f64 = points.iter().map(|p| (p.0 - xm) * (p.1 - ym)).sum();
+    let slope = sxy / sxx;
+    let intercept = ym - slope * xm;
+    let rss = points
+        .iter()
+        .map(|p| {
+            let r = intercept + slope * p.0 - p.1;
+            r * r
+        })
+        .sum();
+    Some(Line {
+        intercept,
+        slope,
+        n: points.len(),
+        rss,
+    })
+}
+
+/// Hoefler's mean least-squares deviation of points `k..=l` from their own
+/// fitted line (eq. 8): `lsq(k, l) = Σ_{i=k..l} (G·size(i) + g − val(i))² / dof`.
+///
+/// The paper writes the denominator as `l − k − 2` to remove the two
+/// degrees of freedom of the fit; with `l − k + 1` points that count is
+/// `l − k − 1`, which is what is used here (the paper's form would divide by
+/// zero at four points). `None` with fewer than three points.
+pub fn lsq(points: &[(f64, f64)], k: usize, l: usize) -> Option<f64> {
+    if l >= points.len() || l < k + 2 {
+        return None;
+    }
+    let line = fit_line(&points[k..=l])?;
+    Some(line.rss / (l - k - 1) as f64)
+}
+
+/// Parameters of the protocol-change detector (Hoefler §3.5).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChangeDetector {
+    /// Look-ahead `x`: a change is declared only if *all* of the next `x`
+    /// points raise the deviation ("typically 3-5", to ignore single
+    /// outliers).
+    pub lookahead: usize,
+    /// `pfact`: how many times the deviation must grow ("2.0 was a
+    /// reasonable value for our experiments").
+    pub pfact: f64,
+    /// Points a range must have before it is tested (at least 3, so that
+    /// `lsq` is defined).
+    pub min_points: usize,
+    /// Our addition. A single wild point stays inside every look-ahead
+    /// window `[lastchange : current + j]`, so the paper's test alone cuts
+    /// at any large outlier (see the test `strict_rule_cuts_at_an_outlier`).
+    /// With the guard, each of the `x` look-ahead points must also lie off
+    /// the current range's extrapolated line on its own:
+    /// `residual² > 4 · pfact · lsq(lastchange, current)`.
+    pub outlier_guard: bool,
+}
+
+impl Default for ChangeDetector {
+    fn default() -> Self {
+        ChangeDetector {
+            lookahead: 3,
+            pfact: 2.0,
+            min_points: 4,
+            outlier_guard: true,
+        }
+    }
+}
+
+/// One protocol range: points `start..=end` and their fitted line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Range {
+    pub start: usize,
+    pub end: usize,
+    pub line: Line,
+}
+
+impl ChangeDetector {
+    /// Splits `points` (sorted by `x`) into protocol ranges.
+    ///
+    /// Hoefler §3.5: with `lastchange` the first point of the current
+    /// protocol and `current` the point under test, a change is declared
+    /// after `current` when `lsq(lastchange, current + j) > pfact ·
+    /// lsq(lastchange, current)` for every `1 ≤ j ≤ x`. The next range then
+    /// starts at `current + 1`. A tiny floor on the base deviation (relative
+    /// to the data's scale) keeps a perfectly straight prefix from turning
+    /// rounding noise into a change.
+    pub fn ranges(&self, points: &[(f64, f64)]) -> Vec<Range> {
+        let min_points = self.min_points.max(3);
+        let scale = points.iter().map(|p| p.1 * p.1).fold(0.0, f64::max);
+        let floor = scale * 1e-18;
+        let mut cuts = Vec::new();
+        let mut last = 0usize;
+        let mut current = last + min_points - 1;
+        while current + self.lookahead < points.len() {
+            let base = lsq(points, last, current).unwrap_or(0.0).max(floor);
+            let changed = (1..=self.lookahead)
+                .all(|j| lsq(points, last, current + j).is_some_and(|v| v > self.pfact * base))
+                && (!self.outlier_guard
+                    || fit_line(&points[last..=current]).is_some_and(|line| {
+                        (1..=self.lookahead).all(|j| {
+                            let (x, y) = points[current + j];
+                            let r = line.at(x) - y;
+                            r * r > 4.0 * self.pfact * base
+                        })
+                    }));
+            if changed {
+                cuts.push((last, current));
+                last = current + 1;
+                current = last + min_points - 1;
+            } else {
+                current += 1;
+            }
+        }
+        if last < points.len() {
+            cuts.push((last, points.len() - 1));
+        }
+        cuts.into_iter()
+            .filter_map(|(start, end)| {
+                fit_line(&points[start..=end]).map(|line| Range { start, end, line })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic pseudo-noise in [-1, 1] (a small LCG), so tests are
+    /// reproducible without a dependency.
+    fn noise(i: usize) -> f64 {
+        let x = (i as u64)
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        f64::from(u32::try_from(x >> 40).unwrap()) / f64::from(1u32 << 24) * 2.0 - 1.0
+    }
+
+    #[test]
+    fn exact_line_is_recovered() {
+        let pts: Vec<(f64, f64)> = (0..10)
+            .map(|i| (f64::from(i), 3.0 + 0.5 * f64::from(i)))
+            .collect();
+        let l = fit_line(&pts).unwrap();
+        assert!((l.intercept - 3.0).abs() < 1e-12);
+        assert!((l.slope - 0.5).abs() < 1e-12);
+        assert!(l.rss < 1e-20);
+        assert!((l.at(4.0) - 5.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn by_hand_least_squares() {
+        // (0,1),(1,3),(2,2): x̄=1, ȳ=2, Sxy = (-1)(-1)+0+(1)(0) = 1, Sxx = 2
+        let l = fit_line(&[(0.0, 1.0), (1.0, 3.0), (2.0, 2.0)]).unwrap();
+        assert!((l.slope - 0.5).abs() < 1e-12);
+        assert!((l.intercept - 1.5).abs() < 1e-12);
+        // residuals: 1.5-1=0.5, 2-3=-1, 2.5-2=0.5 -> rss 1.5
+        assert!((l.rss - 1.5).abs() < 1e-12);
+        assert_eq!(lsq(&[(0.0, 1.0), (1.0, 3.0), (2.0, 2.0)], 0, 2), Some(1.5));
+    }
+
+    #[test]
+    fn degenerate_fits() {
+        assert!(fit_line(&[(1.0, 1.0)]).is_none());
+        assert!(fit_line(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
+        assert!(lsq(&[(0.0, 0.0), (1.0, 1.0)], 0, 1).is_none());
+    }
+
+    #[test]
+    fn large_x_is_accurate() {
+        // g = 100 ns, G = 0.125 ns/B over 1 B .. 1 MiB
+        let pts: Vec<(f64, f64)> = (0..=20)
+            .map(|k| {
+                let s = f64::from(1u32 << k);
+                (s - 1.0, 100.0 + 0.125 * (s - 1.0))
+            })
+            .collect();
+        let l = fit_line(&pts).unwrap();
+        assert!((l.intercept - 100.0).abs() < 1e-6);
+        assert!((l.slope - 0.125).abs() < 1e-12);
+    }
+
+    #[test]
+    fn detector_finds_a_known_break() {
+        // Protocol A for points 0..=19, protocol B (different g and G) from 20.
+        let pts: Vec<(f64, f64)> = (0..40)
+            .map(|i| {
+                let x = f64::from(u32::try_from(i).unwrap()) * 100.0;
+                let y = if i < 20 {
+                    50.0 + 0.2 * x
+                } else {
+                    900.0 + 0.5 * x
+                };
+                (x, y + noise(i))
+            })
+            .collect();
+        let r = ChangeDetector::default().ranges(&pts);
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert_eq!((r[0].start, r[0].end), (0, 19));
+        assert_eq!((r[1].start, r[1].end), (20, 39));
+        assert!((r[0].line.slope - 0.2).abs() < 0.01);
+        assert!((r[1].line.slope - 0.5).abs() < 0.01);
+        assert!((r[1].line.intercept - 900.0).abs() < 5.0);
+    }
+
+    #[test]
+    fn detector_ignores_a_single_outlier_and_noise() {
+        let mut pts: Vec<(f64, f64)> = (0..30)
+            .map(|i| {
+                let x = f64::from(u32::try_from(i).unwrap());
+                (x, 10.0 + 2.0 * x + 0.5 * noise(i))
+            })
+            .collect();
+        pts[15].1 += 40.0; // one wild point: the look-ahead must not cut here
+        let r = ChangeDetector::default().ranges(&pts);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!((r[0].start, r[0].end), (0, 29));
+    }
+
+    #[test]
+    fn strict_rule_cuts_at_an_outlier() {
+        let mut pts: Vec<(f64, f64)> = (0..30)
+            .map(|i| {
+                let x = f64::from(u32::try_from(i).unwrap());
+                (x, 10.0 + 2.0 * x + 0.5 * noise(i))
+            })
+            .collect();
+        pts[15].1 += 40.0;
+        let strict = ChangeDetector {
+            outlier_guard: false,
+            ..ChangeDetector::default()
+        };
+        let r = strict.ranges(&pts);
+        assert_eq!(r[0].end, 14, "{r:?}");
+    }
+
+    #[test]
+    fn too_few_points_is_one_range() {
+        let pts = [(0.0, 1.0), (1.0, 2.0), (2.0, 3.5)];
+        let r = ChangeDetector::default().ranges(&pts);
+        assert_eq!(r.len(), 1);
+        assert!(ChangeDetector::default().ranges(&[]).is_empty());
+    }
+}

@@ -103,7 +103,11 @@ pub fn fmt_g(ns_per_byte: f64) -> String {
     if ns_per_byte <= 0.0 {
         "unset".to_string()
     } else {
-        format!("{}MB/s ({}ns/B)", trim(1e3 / ns_per_byte), trim(ns_per_byte))
+        format!(
+            "{}MB/s ({}ns/B)",
+            trim(1e3 / ns_per_byte),
+            trim(ns_per_byte)
+        )
     }
 }
 
@@ -124,7 +128,18 @@ mod tests {
 
     #[test]
     fn bad_times() {
-        for s in ["", "5", "us", "5 parsecs", "-5us", "5uss", ".", "nan", "inf", "1e30s"] {
+        for s in [
+            "",
+            "5",
+            "us",
+            "5 parsecs",
+            "-5us",
+            "5uss",
+            ".",
+            "nan",
+            "inf",
+            "1e30s",
+        ] {
             assert_eq!(parse_time_ns(s), None, "{s:?}");
         }
     }

@@ -1,0 +1,210 @@
+//! The MPI ABI of the library this shim was built for, probed at build time
+//! (build.rs runs probe/abi_probe.c with that MPI's mpicc), plus the few
+//! helpers that read it. Handles differ in kind between the two MPIs
+//! (pointers in Open MPI, ints in MPICH), so everything is written against
+//! `Handle`.
+#![allow(dead_code)]
+
+use std::ffi::{c_int, c_void};
+
+/// Which MPI library.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavour {
+    OpenMpi,
+    Mpich,
+}
+
+impl Flavour {
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavour::OpenMpi => "Open MPI",
+            Flavour::Mpich => "MPICH",
+        }
+    }
+    pub fn cli_name(self) -> &'static str {
+        match self {
+            Flavour::OpenMpi => "openmpi",
+            Flavour::Mpich => "mpich",
+        }
+    }
+}
+
+/// A predefined handle: a literal (MPICH) or the address of an object the
+/// library exports (Open MPI), resolved at run time so that the shim has no
+/// link-time dependency on either library.
+#[derive(Clone, Copy, Debug)]
+pub enum HandleConst {
+    Lit(i64),
+    Sym(&'static [u8]),
+}
+
+include!(concat!(env!("OUT_DIR"), "/abi_gen.rs"));
+
+pub type Comm = Handle;
+pub type Datatype = Handle;
+pub type Request = Handle;
+pub type Message = Handle;
+pub type Op = Handle;
+pub type Errhandler = Handle;
+pub type Aint = isize;
+pub type Count = i64;
+
+/// `MPI_Status`, opaque but for its three public fields.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Status {
+    words: [u64; STATUS_SIZE.div_ceil(8)],
+}
+
+const _: () = assert!(STATUS_ALIGN <= 8);
+
+impl Status {
+    pub const fn zeroed() -> Status {
+        Status {
+            words: [0; STATUS_SIZE.div_ceil(8)],
+        }
+    }
+    fn field(&self, off: usize) -> c_int {
+        // SAFETY: `off` is an offset of a c_int inside MPI_Status (probed).
+        unsafe {
+            (self as *const Status as *const u8)
+                .add(off)
+                .cast::<c_int>()
+                .read_unaligned()
+        }
+    }
+    fn set_field(&mut self, off: usize, v: c_int) {
+        // SAFETY: as above.
+        unsafe {
+            (self as *mut Status as *mut u8)
+                .add(off)
+                .cast::<c_int>()
+                .write_unaligned(v)
+        }
+    }
+    pub fn source(&self) -> c_int {
+        self.field(OFF_SOURCE)
+    }
+    pub fn tag(&self) -> c_int {
+        self.field(OFF_TAG)
+    }
+    pub fn error(&self) -> c_int {
+        self.field(OFF_ERROR)
+    }
+    pub fn set_source(&mut self, v: c_int) {
+        self.set_field(OFF_SOURCE, v)
+    }
+    pub fn set_tag(&mut self, v: c_int) {
+        self.set_field(OFF_TAG, v)
+    }
+    pub fn set_error(&mut self, v: c_int) {
+        self.set_field(OFF_ERROR, v)
+    }
+    /// Copies the MPI_Status part into a user status (which may be smaller
+    /// than our rounded-up storage).
+    ///
+    /// # Safety
+    /// `dst` must be a valid MPI_Status pointer and not an IGNORE value.
+    pub unsafe fn copy_to(&self, dst: *mut Status) {
+        std::ptr::copy_nonoverlapping(
+            self as *const Status as *const u8,
+            dst as *mut u8,
+            STATUS_SIZE,
+        );
+    }
+}
+
+/// True when a status pointer passed by the user means "ignore".
+pub fn status_ignored(p: *mut Status) -> bool {
+    p as usize == STATUS_IGNORE || p.is_null()
+}
+
+/// True when a statuses array pointer passed by the user means "ignore".
+pub fn statuses_ignored(p: *mut Status) -> bool {
+    p as usize == STATUSES_IGNORE || p.is_null()
+}
+
+/// A handle as a map key.
+#[cfg(ompi)]
+pub fn key(h: Handle) -> usize {
+    h as usize
+}
+#[cfg(mpich)]
+pub fn key(h: Handle) -> usize {
+    h as u32 as usize
+}
+
+#[cfg(ompi)]
+fn from_lit(v: i64) -> Handle {
+    v as usize as *mut c_void
+}
+#[cfg(mpich)]
+#[allow(clippy::cast_possible_truncation)] // MPICH handles are 32-bit ints by definition.
+fn from_lit(v: i64) -> Handle {
+    v as c_int
+}
+
+#[cfg(ompi)]
+fn from_ptr(p: *mut c_void) -> Handle {
+    p
+}
+#[cfg(mpich)]
+#[allow(clippy::cast_possible_truncation)]
+fn from_ptr(p: *mut c_void) -> Handle {
+    p as usize as c_int
+}
+
+impl HandleConst {
+    /// Resolves the handle; `None` when the library does not export it,
+    /// which means the program uses another MPI.
+    pub fn get(self) -> Option<Handle> {
+        match self {
+            HandleConst::Lit(v) => Some(from_lit(v)),
+            HandleConst::Sym(name) => {
+                // SAFETY: name is NUL-terminated (generated).
+                let p = std::hint::black_box(unsafe {
+                    libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr().cast())
+                });
+                (!p.is_null()).then(|| from_ptr(p))
+            }
+        }
+    }
+}
+
+/// Predefined handles, resolved once.
+#[derive(Clone, Copy)]
+pub struct Consts {
+    pub comm_world: Comm,
+    pub comm_null: Comm,
+    pub request_null: Request,
+    pub message_null: Message,
+    pub message_no_proc: Message,
+    pub byte: Datatype,
+    pub packed: Datatype,
+    pub uint64: Datatype,
+    pub double: Datatype,
+    pub op_max: Op,
+    pub op_min: Op,
+}
+
+// SAFETY: handles are plain values shared by every thread of the process.
+unsafe impl Send for Consts {}
+unsafe impl Sync for Consts {}
+
+impl Consts {
+    pub fn resolve() -> Option<Consts> {
+        Some(Consts {
+            comm_world: COMM_WORLD.get()?,
+            comm_null: COMM_NULL.get()?,
+            request_null: REQUEST_NULL.get()?,
+            message_null: MESSAGE_NULL.get()?,
+            message_no_proc: MESSAGE_NO_PROC.get()?,
+            byte: BYTE.get()?,
+            packed: PACKED.get()?,
+            uint64: UINT64_T.get()?,
+            double: DOUBLE.get()?,
+            op_max: OP_MAX.get()?,
+            op_min: OP_MIN.get()?,
+        })
+    }
+}

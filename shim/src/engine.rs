@@ -1,0 +1,1979 @@
+//! The engine: turns intercepted MPI point-to-point calls into native calls
+//! plus the virtual-time rules of `loggp_core::vt`.
+//!
+//! # Wire format (only while virtual time is on)
+//! Every application message carries a 16-byte header *inside the same
+//! message*, before the payload: `[magic u32][flags u32][d u64]`, where `d`
+//! is the sender's virtual departure. Travelling in the same message makes
+//! the header's association with its data immune to matching order,
+//! wildcards and completion order. Two equivalent encodings produce the same
+//! bytes on the wire, and the receiver chooses independently of the sender:
+//! * *staged* (capacity ≤ `LOGGP_INLINE_MAX`): header and `MPI_Pack`ed
+//!   payload in one buffer, sent or received as `MPI_PACKED`;
+//! * *struct*: a struct datatype `{16 × MPI_BYTE at &header, count × dt at
+//!   buf}` on `MPI_BOTTOM`, zero-copy, for large messages.
+//!
+//! Counts seen by the application exclude the header (statuses are rewritten
+//! with `MPI_Status_set_elements_x`); truncation happens exactly where it
+//! would natively, since the receive capacity is the user's plus 16.
+#![allow(clippy::too_many_arguments)]
+
+use crate::abi::{self, key, Comm, Consts, Datatype, Message, Request, Status};
+use crate::clock::{now, spin_for, spin_until};
+use crate::log;
+use crate::real::*;
+use loggp_core::{Config, RecvGate, SendSide, Transit};
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+pub const HDR: usize = 16;
+const MAGIC: u32 = 0x4C47_5021; // "LGP!"
+
+/// The piggyback.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Header {
+    magic: u32,
+    flags: u32,
+    d: u64,
+}
+
+impl Header {
+    fn new(d: u64) -> Header {
+        Header {
+            magic: MAGIC,
+            flags: 0,
+            d,
+        }
+    }
+    fn write_to(&self, p: *mut u8) {
+        // SAFETY: callers pass a buffer of at least HDR bytes.
+        unsafe { p.cast::<Header>().write_unaligned(*self) }
+    }
+    fn read_from(p: *const u8) -> Header {
+        // SAFETY: callers pass a buffer of at least HDR bytes.
+        unsafe { p.cast::<Header>().read_unaligned() }
+    }
+}
+
+/// Send modes (MPI-3.1 §3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Standard,
+    Buffered,
+    Synchronous,
+    Ready,
+}
+
+/// Where a receive's header (and, when staged, its payload) lands.
+enum Wire {
+    Staged {
+        stage: Vec<u8>,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        comm: Comm,
+        unpacked: bool,
+    },
+    Struct {
+        hdr: Box<Header>,
+    },
+}
+
+/// A message taken off the network early by a probe, waiting to be received.
+pub struct Stashed {
+    comm: usize,
+    comm_h: Comm,
+    source: c_int,
+    tag: c_int,
+    d: u64,
+    payload: Vec<u8>,
+}
+
+/// Where a request stands, for the completion calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Poll {
+    /// Not the shim's: MPI alone decides.
+    Untracked,
+    /// A persistent request of the shim's that was not started.
+    Inactive,
+    NotReady,
+    /// Complete natively and in the emulated machine.
+    Ready,
+}
+
+/// Shim state attached to an MPI request.
+enum Pending {
+    /// Nonblocking send: keeps the staging buffer or header alive.
+    Send {
+        _keep: Option<Vec<u8>>,
+        _hdr: Option<Box<Header>>,
+        complete_at: u64,
+    },
+    Recv(Wire),
+    /// A receive satisfied from the stash (Imrecv of a probed message, or an
+    /// Irecv matching one); the MPI request is a PROC_NULL receive.
+    FromStash {
+        msg: Box<Stashed>,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+    },
+    /// Persistent send: the header is rewritten by every Start.
+    PSend {
+        hdr: Box<Header>,
+        bytes: u64,
+        complete_at: u64,
+        active: bool,
+    },
+    /// Persistent buffered send: Start runs a buffered send and starts a
+    /// PROC_NULL persistent request that stands for it.
+    PBsend {
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        active: bool,
+    },
+    PRecv {
+        hdr: Box<Header>,
+        active: bool,
+    },
+}
+
+// SAFETY: raw pointers in Pending point to user buffers that MPI itself
+// allows any thread to complete; access is serialised by the state mutex.
+unsafe impl Send for Pending {}
+unsafe impl Send for Stashed {}
+
+impl Pending {
+    fn persistent(&self) -> bool {
+        matches!(
+            self,
+            Pending::PSend { .. } | Pending::PBsend { .. } | Pending::PRecv { .. }
+        )
+    }
+    fn active(&self) -> bool {
+        match self {
+            Pending::PSend { active, .. }
+            | Pending::PBsend { active, .. }
+            | Pending::PRecv { active, .. } => *active,
+            _ => true,
+        }
+    }
+}
+
+struct State {
+    send: SendSide,
+    gate: RecvGate,
+    reqs: HashMap<usize, Pending>,
+    /// Probed messages in the order they were taken off the network.
+    stash: Vec<Box<Stashed>>,
+    /// Probed messages handed to the application as MPI_Message handles.
+    messages: HashMap<usize, Box<Stashed>>,
+    #[cfg_attr(ompi, allow(dead_code))]
+    next_message: usize,
+    /// Buffered sends in flight (our own buffering; see `bsend`).
+    bsends: Vec<(Request, Vec<u8>)>,
+}
+
+// SAFETY: request handles are plain values MPI lets any thread use; the
+// state is only touched under its mutex.
+unsafe impl Send for State {}
+
+/// Counters for the report.
+#[derive(Default)]
+pub struct Counters {
+    pub sends: AtomicU64,
+    pub recvs: AtomicU64,
+    pub bytes_sent: AtomicU64,
+    pub bytes_recv: AtomicU64,
+    /// Time spent holding deliveries for virtual arrival / g_r, ns.
+    pub gate_wait_ns: AtomicU64,
+    /// Time spent waiting for departure (queue full, blocking completion), ns.
+    pub send_wait_ns: AtomicU64,
+    pub probed: AtomicU64,
+}
+
+pub struct Engine {
+    pub cfg: Config,
+    pub c: Consts,
+    pub rank: c_int,
+    pub size: c_int,
+    pub transit: Transit,
+    state: Mutex<State>,
+    stash_len: AtomicUsize,
+    pub counters: Counters,
+}
+
+static ENGINE: OnceLock<Engine> = OnceLock::new();
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// True when virtual time is on (after MPI_Init). One relaxed load: this is
+/// the whole cost of the shim in pass-through mode.
+#[inline(always)]
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
+/// The engine; only called when `active()`.
+#[inline]
+pub fn get() -> &'static Engine {
+    ENGINE.get().expect("engine used before MPI_Init")
+}
+
+pub fn get_opt() -> Option<&'static Engine> {
+    ENGINE.get()
+}
+
+/// Installs the engine (once, at MPI_Init) and switches virtual time on if
+/// the configuration asks for it.
+pub fn install(e: Engine) {
+    let on = e.cfg.vt_active();
+    if ENGINE.set(e).is_ok() && on {
+        ACTIVE.store(true, Ordering::Release);
+    }
+}
+
+/// Switches virtual time off (at MPI_Finalize).
+pub fn deactivate() {
+    ACTIVE.store(false, Ordering::Release);
+}
+
+fn ok(rc: c_int) -> bool {
+    rc == abi::SUCCESS
+}
+
+unsafe fn type_size(dt: Datatype) -> u64 {
+    let mut s: c_int = 0;
+    PMPI_Type_size(dt, &mut s);
+    u64::try_from(s).unwrap_or(0)
+}
+
+fn as_int(n: usize) -> c_int {
+    c_int::try_from(n).unwrap_or(c_int::MAX)
+}
+
+impl Engine {
+    pub fn new(cfg: Config, c: Consts, rank: c_int, size: c_int, transit: Transit) -> Engine {
+        Engine {
+            state: Mutex::new(State {
+                send: SendSide::new(&cfg),
+                gate: RecvGate::new(&cfg, transit),
+                reqs: HashMap::new(),
+                stash: Vec::new(),
+                messages: HashMap::new(),
+                next_message: 1,
+                bsends: Vec::new(),
+            }),
+            stash_len: AtomicUsize::new(0),
+            cfg,
+            c,
+            rank,
+            size,
+            transit,
+            counters: Counters::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock cannot happen: panics abort.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    // ----------------------------------------------------------------- send
+
+    /// Spends o_s, takes a departure slot, waits if the send queue is full.
+    fn depart(&self, bytes: u64) -> loggp_core::Departure {
+        if self.cfg.o_s > 0 {
+            spin_for(self.cfg.o_s);
+        }
+        let t = now();
+        let dep = self.lock().send.depart(t, bytes);
+        if dep.ready > t {
+            spin_until(dep.ready);
+            self.counters
+                .send_wait_ns
+                .fetch_add(dep.ready - t, Ordering::Relaxed);
+        }
+        self.counters.sends.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
+        dep
+    }
+
+    /// Packs `[header][payload]` into a new buffer.
+    unsafe fn stage(
+        &self,
+        hdr: Header,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        comm: Comm,
+    ) -> Result<Vec<u8>, c_int> {
+        let mut psize: c_int = 0;
+        let rc = PMPI_Pack_size(count, dt, comm, &mut psize);
+        if !ok(rc) {
+            return Err(rc);
+        }
+        let mut v = vec![0u8; HDR + usize::try_from(psize).unwrap_or(0)];
+        hdr.write_to(v.as_mut_ptr());
+        let mut pos: c_int = 0;
+        if count > 0 {
+            let rc = PMPI_Pack(
+                buf,
+                count,
+                dt,
+                v.as_mut_ptr().add(HDR).cast(),
+                psize,
+                &mut pos,
+                comm,
+            );
+            if !ok(rc) {
+                return Err(rc);
+            }
+        }
+        v.truncate(HDR + usize::try_from(pos).unwrap_or(0));
+        Ok(v)
+    }
+
+    /// Builds the struct datatype `{16 B at hdr, count × dt at buf}`.
+    unsafe fn struct_type(
+        &self,
+        hdr: *const Header,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+    ) -> Result<Datatype, c_int> {
+        let mut a0: abi::Aint = 0;
+        let mut a1: abi::Aint = 0;
+        PMPI_Get_address(hdr.cast(), &mut a0);
+        PMPI_Get_address(buf, &mut a1);
+        let lens = [HDR as c_int, count];
+        let disps = [a0, a1];
+        let types = [self.c.byte, dt];
+        let mut t: Datatype = self.c.byte;
+        let rc = PMPI_Type_create_struct(2, lens.as_ptr(), disps.as_ptr(), types.as_ptr(), &mut t);
+        if !ok(rc) {
+            return Err(rc);
+        }
+        let rc = PMPI_Type_commit(&mut t);
+        if !ok(rc) {
+            return Err(rc);
+        }
+        Ok(t)
+    }
+
+    /// Blocking send in any mode.
+    pub unsafe fn send(
+        &self,
+        mode: Mode,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> c_int {
+        if mode == Mode::Buffered {
+            return self.bsend(buf, count, dt, dest, tag, comm);
+        }
+        let bytes = type_size(dt) * u64::try_from(count).unwrap_or(0);
+        let dep = self.depart(bytes);
+        let hdr = Header::new(dep.d);
+        let real = match mode {
+            Mode::Synchronous => PMPI_Ssend,
+            Mode::Ready => PMPI_Rsend,
+            _ => PMPI_Send,
+        };
+        let rc = if bytes <= self.cfg.inline_max {
+            match self.stage(hdr, buf, count, dt, comm) {
+                Ok(v) => real(
+                    v.as_ptr().cast(),
+                    as_int(v.len()),
+                    self.c.packed,
+                    dest,
+                    tag,
+                    comm,
+                ),
+                Err(rc) => rc,
+            }
+        } else {
+            let h = Box::new(hdr);
+            match self.struct_type(&*h, buf, count, dt) {
+                Ok(mut t) => {
+                    let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm);
+                    PMPI_Type_free(&mut t);
+                    rc
+                }
+                Err(rc) => rc,
+            }
+        };
+        self.hold_until(dep.complete_at);
+        rc
+    }
+
+    fn hold_until(&self, t: u64) {
+        let n = now();
+        if t > n {
+            spin_until(t);
+            self.counters
+                .send_wait_ns
+                .fetch_add(t - n, Ordering::Relaxed);
+        }
+    }
+
+    /// Buffered send under virtual time: the shim buffers the message itself
+    /// (a staged copy sent with Isend) instead of using the attached buffer,
+    /// whose size the application computed without our 16-byte header.
+    unsafe fn bsend(
+        &self,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> c_int {
+        let bytes = type_size(dt) * u64::try_from(count).unwrap_or(0);
+        let dep = self.depart(bytes);
+        let v = match self.stage(Header::new(dep.d), buf, count, dt, comm) {
+            Ok(v) => v,
+            Err(rc) => return rc,
+        };
+        let mut req = self.c.request_null;
+        let rc = PMPI_Isend(
+            v.as_ptr().cast(),
+            as_int(v.len()),
+            self.c.packed,
+            dest,
+            tag,
+            comm,
+            &mut req,
+        );
+        if ok(rc) {
+            let mut st = self.lock();
+            st.bsends.push((req, v));
+            Self::reap_bsends(&mut st, false);
+        }
+        rc
+    }
+
+    /// Frees buffered sends that have completed (all of them when `all`).
+    fn reap_bsends(st: &mut State, all: bool) {
+        st.bsends.retain_mut(|(req, _)| {
+            let mut flag: c_int = 0;
+            // SAFETY: req is a live request from PMPI_Isend.
+            unsafe {
+                if all {
+                    PMPI_Wait(
+                        req,
+                        std::ptr::null_mut::<Status>().wrapping_byte_add(abi::STATUS_IGNORE),
+                    );
+                    flag = 1;
+                } else {
+                    PMPI_Test(
+                        req,
+                        &mut flag,
+                        std::ptr::null_mut::<Status>().wrapping_byte_add(abi::STATUS_IGNORE),
+                    );
+                }
+            }
+            flag == 0
+        });
+    }
+
+    /// Completes every buffered send (Buffer_detach, Finalize).
+    pub fn flush_bsends(&self) {
+        let mut st = self.lock();
+        Self::reap_bsends(&mut st, true);
+    }
+
+    /// A request that is already complete, standing for work the shim did
+    /// itself: a receive from MPI_PROC_NULL.
+    unsafe fn done_request(&self, comm: Comm, req: *mut Request) -> c_int {
+        PMPI_Irecv(
+            std::ptr::null_mut(),
+            0,
+            self.c.byte,
+            abi::PROC_NULL,
+            0,
+            comm,
+            req,
+        )
+    }
+
+    /// Nonblocking send in any mode.
+    pub unsafe fn isend(
+        &self,
+        mode: Mode,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        if mode == Mode::Buffered {
+            let rc = self.bsend(buf, count, dt, dest, tag, comm);
+            if !ok(rc) {
+                return rc;
+            }
+            return PMPI_Isend(
+                std::ptr::null(),
+                0,
+                self.c.byte,
+                abi::PROC_NULL,
+                tag,
+                comm,
+                req,
+            );
+        }
+        let bytes = type_size(dt) * u64::try_from(count).unwrap_or(0);
+        let dep = self.depart(bytes);
+        let hdr = Header::new(dep.d);
+        let real = match mode {
+            Mode::Synchronous => PMPI_Issend,
+            Mode::Ready => PMPI_Irsend,
+            _ => PMPI_Isend,
+        };
+        let (rc, pending) = if bytes <= self.cfg.inline_max {
+            match self.stage(hdr, buf, count, dt, comm) {
+                Ok(v) => {
+                    let rc = real(
+                        v.as_ptr().cast(),
+                        as_int(v.len()),
+                        self.c.packed,
+                        dest,
+                        tag,
+                        comm,
+                        req,
+                    );
+                    (
+                        rc,
+                        Pending::Send {
+                            _keep: Some(v),
+                            _hdr: None,
+                            complete_at: dep.complete_at,
+                        },
+                    )
+                }
+                Err(rc) => return rc,
+            }
+        } else {
+            let h = Box::new(hdr);
+            match self.struct_type(&*h, buf, count, dt) {
+                Ok(mut t) => {
+                    let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
+                    PMPI_Type_free(&mut t);
+                    (
+                        rc,
+                        Pending::Send {
+                            _keep: None,
+                            _hdr: Some(h),
+                            complete_at: dep.complete_at,
+                        },
+                    )
+                }
+                Err(rc) => return rc,
+            }
+        };
+        if ok(rc) {
+            self.lock().reqs.insert(key(*req), pending);
+        }
+        rc
+    }
+
+    /// Persistent send (standard, synchronous, ready, buffered).
+    pub unsafe fn send_init(
+        &self,
+        mode: Mode,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        if mode == Mode::Buffered {
+            let rc = PMPI_Send_init(
+                std::ptr::null(),
+                0,
+                self.c.byte,
+                abi::PROC_NULL,
+                tag,
+                comm,
+                req,
+            );
+            if ok(rc) {
+                self.lock().reqs.insert(
+                    key(*req),
+                    Pending::PBsend {
+                        buf,
+                        count,
+                        dt,
+                        dest,
+                        tag,
+                        comm,
+                        active: false,
+                    },
+                );
+            }
+            return rc;
+        }
+        let bytes = type_size(dt) * u64::try_from(count).unwrap_or(0);
+        let h = Box::new(Header::new(0));
+        let mut t = match self.struct_type(&*h, buf, count, dt) {
+            Ok(t) => t,
+            Err(rc) => return rc,
+        };
+        let real = match mode {
+            Mode::Synchronous => PMPI_Ssend_init,
+            Mode::Ready => PMPI_Rsend_init,
+            _ => PMPI_Send_init,
+        };
+        let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
+        PMPI_Type_free(&mut t);
+        if ok(rc) {
+            self.lock().reqs.insert(
+                key(*req),
+                Pending::PSend {
+                    hdr: h,
+                    bytes,
+                    complete_at: 0,
+                    active: false,
+                },
+            );
+        }
+        rc
+    }
+
+    pub unsafe fn recv_init(
+        &self,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        let h = Box::new(Header::default());
+        let mut t = match self.struct_type(&*h, buf, count, dt) {
+            Ok(t) => t,
+            Err(rc) => return rc,
+        };
+        let rc = PMPI_Recv_init(abi::BOTTOM as *mut c_void, 1, t, src, tag, comm, req);
+        PMPI_Type_free(&mut t);
+        if ok(rc) {
+            self.lock().reqs.insert(
+                key(*req),
+                Pending::PRecv {
+                    hdr: h,
+                    active: false,
+                },
+            );
+        }
+        rc
+    }
+
+    /// Start of one request: tracked persistent requests get their header
+    /// (departure) and overheads here.
+    pub unsafe fn start(&self, req: *mut Request) -> c_int {
+        enum Kind {
+            Send(*mut Header, u64),
+            Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
+            Recv,
+            Untracked,
+        }
+        let kind = {
+            let mut st = self.lock();
+            match st.reqs.get_mut(&key(*req)) {
+                Some(Pending::PSend {
+                    hdr, bytes, active, ..
+                }) => {
+                    *active = true;
+                    Kind::Send(&mut **hdr, *bytes)
+                }
+                Some(Pending::PBsend {
+                    buf,
+                    count,
+                    dt,
+                    dest,
+                    tag,
+                    comm,
+                    active,
+                }) => {
+                    *active = true;
+                    Kind::Bsend(*buf, *count, *dt, *dest, *tag, *comm)
+                }
+                Some(Pending::PRecv { active, .. }) => {
+                    *active = true;
+                    Kind::Recv
+                }
+                _ => Kind::Untracked,
+            }
+        };
+        match kind {
+            Kind::Send(hdr, bytes) => {
+                let dep = self.depart(bytes);
+                // The header lives in the pending entry (boxed, stable) and
+                // is not in flight: the request was inactive.
+                *hdr = Header::new(dep.d);
+                if let Some(Pending::PSend { complete_at, .. }) =
+                    self.lock().reqs.get_mut(&key(*req))
+                {
+                    *complete_at = dep.complete_at;
+                }
+                PMPI_Start(req)
+            }
+            Kind::Bsend(buf, count, dt, dest, tag, comm) => {
+                let rc = self.bsend(buf, count, dt, dest, tag, comm);
+                if !ok(rc) {
+                    return rc;
+                }
+                PMPI_Start(req)
+            }
+            Kind::Recv | Kind::Untracked => PMPI_Start(req),
+        }
+    }
+
+    // -------------------------------------------------------------- receive
+
+    /// Posts a receive (blocking when `req` is None).
+    pub unsafe fn recv(
+        &self,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: Option<*mut Request>,
+        status: *mut Status,
+    ) -> c_int {
+        if self.stash_len.load(Ordering::Relaxed) > 0 {
+            let taken = {
+                let mut st = self.lock();
+                let i = Self::stash_match(&st, key(comm), src, tag, None);
+                i.map(|i| st.stash.remove(i))
+            };
+            if let Some(m) = taken {
+                self.stash_len.fetch_sub(1, Ordering::Relaxed);
+                return self.from_stash(m, buf, count, dt, req, status);
+            }
+        }
+        let cap = type_size(dt) * u64::try_from(count).unwrap_or(0);
+        let wire = if cap <= self.cfg.inline_max {
+            Wire::Staged {
+                stage: vec![0u8; HDR + usize::try_from(cap).unwrap_or(0)],
+                buf,
+                count,
+                dt,
+                comm,
+                unpacked: false,
+            }
+        } else {
+            Wire::Struct {
+                hdr: Box::new(Header::default()),
+            }
+        };
+        let mut st_local = Status::zeroed();
+        let mut rc;
+        let mut wire = wire;
+        match &mut wire {
+            Wire::Staged { stage, .. } => {
+                let (p, n) = (stage.as_mut_ptr().cast::<c_void>(), as_int(stage.len()));
+                rc = match req {
+                    Some(r) => PMPI_Irecv(p, n, self.c.packed, src, tag, comm, r),
+                    None => PMPI_Recv(p, n, self.c.packed, src, tag, comm, &mut st_local),
+                };
+            }
+            Wire::Struct { hdr } => {
+                let mut t = match self.struct_type(&**hdr, buf, count, dt) {
+                    Ok(t) => t,
+                    Err(rc) => return rc,
+                };
+                let p = abi::BOTTOM as *mut c_void;
+                rc = match req {
+                    Some(r) => PMPI_Irecv(p, 1, t, src, tag, comm, r),
+                    None => PMPI_Recv(p, 1, t, src, tag, comm, &mut st_local),
+                };
+                PMPI_Type_free(&mut t);
+            }
+        }
+        match req {
+            Some(r) => {
+                if ok(rc) {
+                    self.lock().reqs.insert(key(*r), Pending::Recv(wire));
+                }
+                rc
+            }
+            None => {
+                if rc != abi::SUCCESS && rc != abi::ERR_TRUNCATE {
+                    return rc;
+                }
+                let rc2 = self.finish_recv(&mut wire, &mut st_local, true);
+                if rc == abi::SUCCESS {
+                    rc = rc2;
+                }
+                if !abi::status_ignored(status) {
+                    st_local.copy_to(status);
+                }
+                rc
+            }
+        }
+    }
+
+    /// Reads the header of a completed receive, applies the delivery gate
+    /// (waiting when `block`), unpacks a staged payload, fixes the count.
+    unsafe fn finish_recv(&self, wire: &mut Wire, st: &mut Status, block: bool) -> c_int {
+        let mut cancelled: c_int = 0;
+        PMPI_Test_cancelled(st, &mut cancelled);
+        if cancelled != 0 || st.source() == abi::PROC_NULL {
+            return abi::SUCCESS;
+        }
+        let mut got: c_int = 0;
+        PMPI_Get_count(st, self.c.byte, &mut got);
+        let got = usize::try_from(got).unwrap_or(0);
+        let hdr = match wire {
+            Wire::Staged { stage, .. } => Header::read_from(stage.as_ptr()),
+            Wire::Struct { hdr } => **hdr,
+        };
+        if got < HDR || hdr.magic != MAGIC {
+            self.escaped(st);
+        }
+        let payload = (got - HDR) as u64;
+        self.gate(hdr.d, payload, block);
+        if let Wire::Staged {
+            stage,
+            buf,
+            count,
+            dt,
+            comm,
+            unpacked,
+        } = wire
+        {
+            if !*unpacked {
+                self.unpack(
+                    &stage[HDR..HDR + payload as usize],
+                    *buf,
+                    *count,
+                    *dt,
+                    *comm,
+                );
+                *unpacked = true;
+            }
+        }
+        PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
+        self.counters.recvs.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bytes_recv
+            .fetch_add(payload, Ordering::Relaxed);
+        abi::SUCCESS
+    }
+
+    /// A message without our header reached a receive: some sender bypassed
+    /// the shim. Going on would hand the application shifted bytes.
+    unsafe fn escaped(&self, st: &Status) -> ! {
+        let msg = format!(
+            "rank {} received a message from rank {} (tag {}) without the shim's header: \
+             a send bypassed the shim (an unsupported MPI call, or ranks preloaded differently); stopping",
+            self.rank,
+            st.source(),
+            st.tag()
+        );
+        log::line(&msg);
+        PMPI_Abort(self.c.comm_world, 1);
+        libc::_exit(1)
+    }
+
+    /// Waits (when `block`) until the message may be delivered, records the
+    /// delivery and spends o_r.
+    fn gate(&self, d: u64, payload: u64, block: bool) {
+        let t = now();
+        let ready = self.lock().gate.ready_at(d, payload);
+        let r = if ready > t && block {
+            spin_until(ready);
+            self.counters
+                .gate_wait_ns
+                .fetch_add(ready - t, Ordering::Relaxed);
+            ready
+        } else {
+            t.max(ready)
+        };
+        self.lock().gate.delivered(r);
+        if self.cfg.o_r > 0 {
+            spin_for(self.cfg.o_r);
+        }
+    }
+
+    unsafe fn unpack(
+        &self,
+        payload: &[u8],
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        comm: Comm,
+    ) {
+        let sz = type_size(dt);
+        if sz == 0 || payload.is_empty() {
+            return;
+        }
+        let n = (payload.len() as u64 / sz).min(u64::try_from(count).unwrap_or(0));
+        let mut pos: c_int = 0;
+        PMPI_Unpack(
+            payload.as_ptr().cast(),
+            as_int(payload.len()),
+            &mut pos,
+            buf,
+            c_int::try_from(n).unwrap_or(c_int::MAX),
+            dt,
+            comm,
+        );
+    }
+
+    /// Delivers a stashed message to a receive.
+    unsafe fn from_stash(
+        &self,
+        m: Box<Stashed>,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        req: Option<*mut Request>,
+        status: *mut Status,
+    ) -> c_int {
+        match req {
+            Some(r) => {
+                let rc = self.done_request(m.comm_h, r);
+                if ok(rc) {
+                    self.lock().reqs.insert(
+                        key(*r),
+                        Pending::FromStash {
+                            msg: m,
+                            buf,
+                            count,
+                            dt,
+                        },
+                    );
+                }
+                rc
+            }
+            None => {
+                let mut st = Status::zeroed();
+                let rc = self.deliver_stashed(&m, buf, count, dt, &mut st, true);
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                rc
+            }
+        }
+    }
+
+    unsafe fn deliver_stashed(
+        &self,
+        m: &Stashed,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        st: &mut Status,
+        block: bool,
+    ) -> c_int {
+        self.gate(m.d, m.payload.len() as u64, block);
+        let cap = type_size(dt) * u64::try_from(count).unwrap_or(0);
+        let truncated = m.payload.len() as u64 > cap;
+        let n = m.payload.len().min(usize::try_from(cap).unwrap_or(0));
+        self.unpack(&m.payload[..n], buf, count, dt, m.comm_h);
+        st.set_source(m.source);
+        st.set_tag(m.tag);
+        PMPI_Status_set_elements_x(st, self.c.byte, n as i64);
+        self.counters.recvs.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bytes_recv
+            .fetch_add(n as u64, Ordering::Relaxed);
+        if truncated {
+            st.set_error(abi::ERR_TRUNCATE);
+            PMPI_Comm_call_errhandler(m.comm_h, abi::ERR_TRUNCATE);
+            return abi::ERR_TRUNCATE;
+        }
+        st.set_error(abi::SUCCESS);
+        abi::SUCCESS
+    }
+
+    // ------------------------------------------------------------- probes
+
+    /// Index of the stashed message a receive or probe for (src, tag) on
+    /// `comm` must see: per source, only the oldest matching message counts
+    /// (non-overtaking); with `arrived_by`, the first such that has virtually
+    /// arrived.
+    fn stash_match(
+        st: &State,
+        comm: usize,
+        src: c_int,
+        tag: c_int,
+        arrived_by: Option<(u64, &RecvGate)>,
+    ) -> Option<usize> {
+        let mut seen: Vec<c_int> = Vec::new();
+        for (i, m) in st.stash.iter().enumerate() {
+            if m.comm != comm
+                || (src != abi::ANY_SOURCE && src != m.source)
+                || (tag != abi::ANY_TAG && tag != m.tag)
+                || seen.contains(&m.source)
+            {
+                continue;
+            }
+            match arrived_by {
+                None => return Some(i),
+                Some((t, gate)) => {
+                    if gate.arrival(m.d, m.payload.len() as u64) <= t {
+                        return Some(i);
+                    }
+                    seen.push(m.source);
+                }
+            }
+        }
+        None
+    }
+
+    /// Takes one matching message off the network into the stash, if any.
+    unsafe fn pull(&self, src: c_int, tag: c_int, comm: Comm) -> Result<bool, c_int> {
+        let mut flag: c_int = 0;
+        let mut msg: Message = self.c.message_null;
+        let mut st = Status::zeroed();
+        let rc = PMPI_Improbe(src, tag, comm, &mut flag, &mut msg, &mut st);
+        if !ok(rc) {
+            return Err(rc);
+        }
+        if flag == 0 {
+            return Ok(false);
+        }
+        if msg == self.c.message_no_proc {
+            return Ok(false);
+        }
+        let mut bytes: c_int = 0;
+        PMPI_Get_count(&st, self.c.byte, &mut bytes);
+        let mut v = vec![0u8; usize::try_from(bytes).unwrap_or(0)];
+        let mut st2 = Status::zeroed();
+        let rc = PMPI_Mrecv(
+            v.as_mut_ptr().cast(),
+            bytes,
+            self.c.packed,
+            &mut msg,
+            &mut st2,
+        );
+        if !ok(rc) {
+            return Err(rc);
+        }
+        if v.len() < HDR || Header::read_from(v.as_ptr()).magic != MAGIC {
+            self.escaped(&st);
+        }
+        let h = Header::read_from(v.as_ptr());
+        v.drain(..HDR);
+        self.counters.probed.fetch_add(1, Ordering::Relaxed);
+        let mut s = self.lock();
+        s.stash.push(Box::new(Stashed {
+            comm: key(comm),
+            comm_h: comm,
+            source: st.source(),
+            tag: st.tag(),
+            d: h.d,
+            payload: v,
+        }));
+        self.stash_len.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Iprobe/Improbe: a message is reported only once it has virtually
+    /// arrived. With `take`, the message is removed and returned.
+    unsafe fn probe_once(
+        &self,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        take: bool,
+    ) -> Result<Option<(Status, Option<Box<Stashed>>)>, c_int> {
+        if src == abi::PROC_NULL {
+            return Ok(None);
+        }
+        for attempt in 0..2 {
+            {
+                let mut s = self.lock();
+                let t = now();
+                let idx = {
+                    let gate = s.gate.clone();
+                    Self::stash_match(&s, key(comm), src, tag, Some((t, &gate)))
+                };
+                if let Some(i) = idx {
+                    let mut st = Status::zeroed();
+                    let m = &s.stash[i];
+                    st.set_source(m.source);
+                    st.set_tag(m.tag);
+                    st.set_error(abi::SUCCESS);
+                    PMPI_Status_set_elements_x(&mut st, self.c.byte, m.payload.len() as i64);
+                    let taken = if take {
+                        self.stash_len.fetch_sub(1, Ordering::Relaxed);
+                        Some(s.stash.remove(i))
+                    } else {
+                        None
+                    };
+                    return Ok(Some((st, taken)));
+                }
+            }
+            if attempt == 0 && !self.pull(src, tag, comm)? {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    pub unsafe fn iprobe(
+        &self,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        flag: *mut c_int,
+        status: *mut Status,
+    ) -> c_int {
+        if src == abi::PROC_NULL {
+            return PMPI_Iprobe(src, tag, comm, flag, status);
+        }
+        match self.probe_once(src, tag, comm, false) {
+            Err(rc) => rc,
+            Ok(None) => {
+                *flag = 0;
+                abi::SUCCESS
+            }
+            Ok(Some((st, _))) => {
+                *flag = 1;
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                abi::SUCCESS
+            }
+        }
+    }
+
+    pub unsafe fn probe(&self, src: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
+        if src == abi::PROC_NULL {
+            return PMPI_Probe(src, tag, comm, status);
+        }
+        loop {
+            let mut flag: c_int = 0;
+            let rc = self.iprobe(src, tag, comm, &mut flag, status);
+            if !ok(rc) || flag != 0 {
+                return rc;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    pub unsafe fn improbe(
+        &self,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        flag: *mut c_int,
+        msg: *mut Message,
+        status: *mut Status,
+    ) -> c_int {
+        if src == abi::PROC_NULL {
+            return PMPI_Improbe(src, tag, comm, flag, msg, status);
+        }
+        match self.probe_once(src, tag, comm, true) {
+            Err(rc) => rc,
+            Ok(None) => {
+                *flag = 0;
+                abi::SUCCESS
+            }
+            Ok(Some((st, m))) => {
+                *flag = 1;
+                *msg = self.fake_message(m.expect("taken"));
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                abi::SUCCESS
+            }
+        }
+    }
+
+    pub unsafe fn mprobe(
+        &self,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        msg: *mut Message,
+        status: *mut Status,
+    ) -> c_int {
+        if src == abi::PROC_NULL {
+            return PMPI_Mprobe(src, tag, comm, msg, status);
+        }
+        loop {
+            let mut flag: c_int = 0;
+            let rc = self.improbe(src, tag, comm, &mut flag, msg, status);
+            if !ok(rc) || flag != 0 {
+                return rc;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// An MPI_Message handle for a stashed message. Open MPI handles are
+    /// pointers: we use our own heap address, which no live MPI object can
+    /// share. MPICH handles are ints whose top two bits give the kind; kind
+    /// 0 is invalid in MPICH, so values below 2^30 are never MPICH's.
+    fn fake_message(&self, m: Box<Stashed>) -> Message {
+        let mut s = self.lock();
+        #[cfg(ompi)]
+        let h: Message = (&*m as *const Stashed).cast_mut().cast();
+        #[cfg(mpich)]
+        let h: Message = {
+            s.next_message = (s.next_message + 1) % (1 << 26);
+            0x0d00_0000 | c_int::try_from(s.next_message).unwrap_or(1)
+        };
+        s.messages.insert(key(h), m);
+        h
+    }
+
+    /// Mrecv/Imrecv. `None` when the handle is not ours (MESSAGE_NO_PROC).
+    pub unsafe fn mrecv(
+        &self,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        msg: *mut Message,
+        req: Option<*mut Request>,
+        status: *mut Status,
+    ) -> Option<c_int> {
+        let m = self.lock().messages.remove(&key(*msg))?;
+        *msg = self.c.message_null;
+        Some(self.from_stash(m, buf, count, dt, req, status))
+    }
+
+    // --------------------------------------------------------- completion
+
+    /// True when some request in `reqs` is tracked by the shim.
+    unsafe fn any_tracked(&self, reqs: &[Request]) -> bool {
+        let st = self.lock();
+        !st.reqs.is_empty() && reqs.iter().any(|r| st.reqs.contains_key(&key(*r)))
+    }
+
+    /// For a natively complete tracked request: the time at which it may
+    /// complete in the emulated machine.
+    unsafe fn ready_time(&self, p: &Pending, st: &Status, gate: &RecvGate) -> u64 {
+        match p {
+            Pending::Send { complete_at, .. } | Pending::PSend { complete_at, .. } => *complete_at,
+            Pending::PBsend { .. } => 0,
+            Pending::FromStash { msg, .. } => gate.ready_at(msg.d, msg.payload.len() as u64),
+            Pending::Recv(wire) => {
+                let mut cancelled: c_int = 0;
+                PMPI_Test_cancelled(st, &mut cancelled);
+                if cancelled != 0 || st.source() == abi::PROC_NULL {
+                    return 0;
+                }
+                let mut got: c_int = 0;
+                PMPI_Get_count(st, self.c.byte, &mut got);
+                let payload = usize::try_from(got).unwrap_or(0).saturating_sub(HDR) as u64;
+                let h = match wire {
+                    Wire::Staged { stage, .. } => Header::read_from(stage.as_ptr()),
+                    Wire::Struct { hdr } => **hdr,
+                };
+                gate.ready_at(h.d, payload)
+            }
+            Pending::PRecv { hdr, .. } => {
+                let mut got: c_int = 0;
+                PMPI_Get_count(st, self.c.byte, &mut got);
+                let payload = usize::try_from(got).unwrap_or(0).saturating_sub(HDR) as u64;
+                if st.source() == abi::PROC_NULL {
+                    0
+                } else {
+                    gate.ready_at(hdr.d, payload)
+                }
+            }
+        }
+    }
+
+    /// Finishes a tracked request that MPI has completed (status `st`):
+    /// waits for its emulated completion when `block`, then delivers.
+    unsafe fn finish(&self, p: &mut Pending, st: &mut Status, block: bool) -> c_int {
+        match p {
+            Pending::Send { complete_at, .. } | Pending::PSend { complete_at, .. } => {
+                if block {
+                    self.hold_until(*complete_at);
+                }
+                abi::SUCCESS
+            }
+            Pending::PBsend { .. } => abi::SUCCESS,
+            Pending::Recv(wire) => self.finish_recv(wire, st, block),
+            Pending::PRecv { hdr, .. } => {
+                let mut w = Wire::Struct {
+                    hdr: Box::new(**hdr),
+                };
+                self.finish_recv(&mut w, st, block)
+            }
+            Pending::FromStash {
+                msg,
+                buf,
+                count,
+                dt,
+            } => self.deliver_stashed(msg, *buf, *count, *dt, st, block),
+        }
+    }
+
+    /// Takes the pending entry of `r` out of the table for completion;
+    /// persistent entries stay (marked inactive) and a working copy of what
+    /// completion needs is returned.
+    fn take(&self, r: Request) -> Option<Pending> {
+        let mut st = self.lock();
+        let k = key(r);
+        let persistent = st.reqs.get(&k)?.persistent();
+        if !persistent {
+            return st.reqs.remove(&k);
+        }
+        let p = st.reqs.get_mut(&k)?;
+        Some(match p {
+            Pending::PSend {
+                hdr,
+                complete_at,
+                active,
+                bytes,
+            } => {
+                *active = false;
+                Pending::PSend {
+                    hdr: Box::new(**hdr),
+                    bytes: *bytes,
+                    complete_at: *complete_at,
+                    active: false,
+                }
+            }
+            Pending::PRecv { hdr, active } => {
+                *active = false;
+                Pending::PRecv {
+                    hdr: Box::new(**hdr),
+                    active: false,
+                }
+            }
+            Pending::PBsend { active, .. } => {
+                *active = false;
+                Pending::PBsend {
+                    buf: std::ptr::null(),
+                    count: 0,
+                    dt: self.c.byte,
+                    dest: 0,
+                    tag: 0,
+                    comm: self.c.comm_world,
+                    active: false,
+                }
+            }
+            _ => unreachable!(),
+        })
+    }
+
+    pub unsafe fn wait(&self, req: *mut Request, status: *mut Status) -> c_int {
+        let r = *req;
+        if r == self.c.request_null {
+            return PMPI_Wait(req, status);
+        }
+        let Some(mut p) = self.take(r) else {
+            return PMPI_Wait(req, status);
+        };
+        if let Pending::PRecv { .. } = p {
+            // The header is written by MPI into the entry's box: read it
+            // after completion, below.
+        }
+        let mut st = Status::zeroed();
+        let rc = PMPI_Wait(req, &mut st);
+        if let Pending::PRecv { hdr, .. } = &mut p {
+            if let Some(Pending::PRecv { hdr: live, .. }) = self.lock().reqs.get(&key(r)) {
+                **hdr = **live;
+            }
+        }
+        let rc2 = self.finish(&mut p, &mut st, true);
+        if !abi::status_ignored(status) {
+            st.copy_to(status);
+        }
+        if ok(rc) {
+            rc2
+        } else {
+            rc
+        }
+    }
+
+    /// Completes `reqs[i]` (known complete natively and ready) into `st`.
+    unsafe fn complete_one(&self, req: *mut Request, st: &mut Status) -> c_int {
+        let r = *req;
+        match self.take(r) {
+            None => PMPI_Wait(req, st),
+            Some(mut p) => {
+                let rc = PMPI_Wait(req, st);
+                if let Pending::PRecv { hdr, .. } = &mut p {
+                    if let Some(Pending::PRecv { hdr: live, .. }) = self.lock().reqs.get(&key(r)) {
+                        **hdr = **live;
+                    }
+                }
+                let rc2 = self.finish(&mut p, st, true);
+                if ok(rc) {
+                    rc2
+                } else {
+                    rc
+                }
+            }
+        }
+    }
+
+    /// Where a request stands for the emulated machine.
+    unsafe fn poll(&self, r: Request) -> Poll {
+        let st = self.lock();
+        let Some(p) = st.reqs.get(&key(r)) else {
+            return Poll::Untracked;
+        };
+        if !p.active() {
+            return Poll::Inactive;
+        }
+        drop(st);
+        let mut flag: c_int = 0;
+        let mut s = Status::zeroed();
+        PMPI_Request_get_status(r, &mut flag, &mut s);
+        if flag == 0 {
+            return Poll::NotReady;
+        }
+        let st = self.lock();
+        let Some(p) = st.reqs.get(&key(r)) else {
+            return Poll::Untracked;
+        };
+        if now() >= self.ready_time(p, &s, &st.gate) {
+            Poll::Ready
+        } else {
+            Poll::NotReady
+        }
+    }
+
+    /// Native completion of an untracked request, without freeing it.
+    unsafe fn native_done(&self, r: Request) -> bool {
+        let mut f: c_int = 0;
+        let mut st = Status::zeroed();
+        PMPI_Request_get_status(r, &mut f, &mut st);
+        f != 0
+    }
+
+    pub unsafe fn test(&self, req: *mut Request, flag: *mut c_int, status: *mut Status) -> c_int {
+        let r = *req;
+        match self.poll(r) {
+            Poll::Untracked | Poll::Inactive => PMPI_Test(req, flag, status),
+            Poll::NotReady => {
+                *flag = 0;
+                abi::SUCCESS
+            }
+            Poll::Ready => {
+                *flag = 1;
+                let mut st = Status::zeroed();
+                let rc = self.complete_one(req, &mut st);
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                rc
+            }
+        }
+    }
+
+    pub unsafe fn request_get_status(
+        &self,
+        r: Request,
+        flag: *mut c_int,
+        status: *mut Status,
+    ) -> c_int {
+        match self.poll(r) {
+            Poll::Untracked | Poll::Inactive => PMPI_Request_get_status(r, flag, status),
+            Poll::NotReady => {
+                *flag = 0;
+                abi::SUCCESS
+            }
+            Poll::Ready => {
+                // Complete but not freed: deliver the data now (unpack is
+                // idempotent), report a fixed status, keep the request.
+                *flag = 1;
+                let mut st = Status::zeroed();
+                let rc = PMPI_Request_get_status(r, flag, &mut st);
+                let mut s = self.lock();
+                if let Some(Pending::Recv(wire)) = s.reqs.get_mut(&key(r)) {
+                    let mut w = std::mem::replace(
+                        wire,
+                        Wire::Struct {
+                            hdr: Box::new(Header::default()),
+                        },
+                    );
+                    drop(s);
+                    self.peek_recv(&mut w, &mut st);
+                    s = self.lock();
+                    if let Some(Pending::Recv(wire)) = s.reqs.get_mut(&key(r)) {
+                        *wire = w;
+                    }
+                }
+                drop(s);
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                rc
+            }
+        }
+    }
+
+    /// Unpacks a staged receive and fixes its status without delivering it.
+    unsafe fn peek_recv(&self, wire: &mut Wire, st: &mut Status) {
+        let mut got: c_int = 0;
+        PMPI_Get_count(st, self.c.byte, &mut got);
+        let payload = usize::try_from(got).unwrap_or(0).saturating_sub(HDR);
+        if let Wire::Staged {
+            stage,
+            buf,
+            count,
+            dt,
+            comm,
+            unpacked,
+        } = wire
+        {
+            if !*unpacked {
+                self.unpack(&stage[HDR..HDR + payload], *buf, *count, *dt, *comm);
+                *unpacked = true;
+            }
+        }
+        PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
+    }
+
+    pub unsafe fn waitall(&self, n: c_int, reqs: *mut Request, statuses: *mut Status) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        if len == 0 {
+            return PMPI_Waitall(n, reqs, statuses);
+        }
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        if !self.any_tracked(rs) {
+            return PMPI_Waitall(n, reqs, statuses);
+        }
+        let ignore = abi::statuses_ignored(statuses);
+        let mut rc_all = abi::SUCCESS;
+        // Complete in the order the emulated machine allows: repeatedly the
+        // tracked request with the earliest ready time, untracked ones as
+        // MPI completes them.
+        let mut done = vec![false; len];
+        loop {
+            let mut remaining = false;
+            let mut progressed = false;
+            for i in 0..len {
+                if done[i] {
+                    continue;
+                }
+                if rs[i] == self.c.request_null {
+                    done[i] = true;
+                    if !ignore {
+                        let mut st = Status::zeroed();
+                        PMPI_Wait(&mut rs[i], &mut st);
+                        st.copy_to(statuses.add(i));
+                    }
+                    continue;
+                }
+                let ready = match self.poll(rs[i]) {
+                    Poll::Ready | Poll::Inactive => true,
+                    Poll::NotReady => false,
+                    Poll::Untracked => self.native_done(rs[i]),
+                };
+                if ready {
+                    let mut st = Status::zeroed();
+                    let rc = self.complete_one(&mut rs[i], &mut st);
+                    if !ok(rc) {
+                        rc_all = abi::ERR_IN_STATUS;
+                        st.set_error(rc);
+                    }
+                    if !ignore {
+                        st.copy_to(statuses.add(i));
+                    }
+                    done[i] = true;
+                    progressed = true;
+                } else {
+                    remaining = true;
+                }
+            }
+            if !remaining {
+                break;
+            }
+            if !progressed {
+                std::hint::spin_loop();
+            }
+        }
+        rc_all
+    }
+
+    pub unsafe fn testall(
+        &self,
+        n: c_int,
+        reqs: *mut Request,
+        flag: *mut c_int,
+        statuses: *mut Status,
+    ) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        if !self.any_tracked(rs) {
+            return PMPI_Testall(n, reqs, flag, statuses);
+        }
+        for r in rs.iter() {
+            let ready = match self.poll(*r) {
+                Poll::Ready | Poll::Inactive => true,
+                Poll::NotReady => false,
+                Poll::Untracked => self.native_done(*r),
+            };
+            if !ready {
+                *flag = 0;
+                return abi::SUCCESS;
+            }
+        }
+        *flag = 1;
+        self.waitall(n, reqs, statuses)
+    }
+
+    /// One pass of Testany: `Some(i)` completed, `Some(UNDEFINED)` nothing
+    /// active, `None` nothing ready yet.
+    unsafe fn any_pass(&self, rs: &mut [Request], st: &mut Status) -> (Option<c_int>, c_int) {
+        let mut any_active = false;
+        let mut masked: Vec<Request> = Vec::with_capacity(rs.len());
+        let mut untracked_any = false;
+        for (i, r) in rs.iter_mut().enumerate() {
+            match self.poll(*r) {
+                Poll::Ready => {
+                    let rc = self.complete_one(r, st);
+                    return (Some(as_int(i)), rc);
+                }
+                Poll::NotReady => {
+                    any_active = true;
+                    masked.push(self.c.request_null);
+                }
+                Poll::Inactive => masked.push(self.c.request_null),
+                Poll::Untracked => {
+                    untracked_any = true;
+                    masked.push(*r);
+                }
+            }
+        }
+        if untracked_any {
+            let mut idx: c_int = abi::UNDEFINED;
+            let mut flag: c_int = 0;
+            let rc = PMPI_Testany(
+                as_int(masked.len()),
+                masked.as_mut_ptr(),
+                &mut idx,
+                &mut flag,
+                st,
+            );
+            if flag != 0 && idx != abi::UNDEFINED {
+                rs[usize::try_from(idx).unwrap_or(0)] = masked[usize::try_from(idx).unwrap_or(0)];
+                return (Some(idx), rc);
+            }
+            if flag == 0 {
+                any_active = true;
+            }
+        }
+        if any_active {
+            (None, abi::SUCCESS)
+        } else {
+            (Some(abi::UNDEFINED), abi::SUCCESS)
+        }
+    }
+
+    pub unsafe fn waitany(
+        &self,
+        n: c_int,
+        reqs: *mut Request,
+        idx: *mut c_int,
+        status: *mut Status,
+    ) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        if !self.any_tracked(rs) {
+            return PMPI_Waitany(n, reqs, idx, status);
+        }
+        loop {
+            let mut st = Status::zeroed();
+            if let (Some(i), rc) = self.any_pass(rs, &mut st) {
+                *idx = i;
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                return rc;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    pub unsafe fn testany(
+        &self,
+        n: c_int,
+        reqs: *mut Request,
+        idx: *mut c_int,
+        flag: *mut c_int,
+        status: *mut Status,
+    ) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        if !self.any_tracked(rs) {
+            return PMPI_Testany(n, reqs, idx, flag, status);
+        }
+        let mut st = Status::zeroed();
+        match self.any_pass(rs, &mut st) {
+            (Some(i), rc) => {
+                *flag = 1;
+                *idx = i;
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                rc
+            }
+            (None, rc) => {
+                *flag = 0;
+                *idx = abi::UNDEFINED;
+                rc
+            }
+        }
+    }
+
+    /// One pass of Testsome; returns the number completed (UNDEFINED when
+    /// nothing is active).
+    unsafe fn some_pass(
+        &self,
+        rs: &mut [Request],
+        idx: *mut c_int,
+        statuses: *mut Status,
+    ) -> (c_int, c_int) {
+        let ignore = abi::statuses_ignored(statuses);
+        let mut out = 0usize;
+        let mut any_active = false;
+        let mut rc_all = abi::SUCCESS;
+        for i in 0..rs.len() {
+            let r = rs[i];
+            if r == self.c.request_null {
+                continue;
+            }
+            let ready = match self.poll(r) {
+                Poll::Ready => true,
+                Poll::Inactive => false,
+                Poll::NotReady => {
+                    any_active = true;
+                    false
+                }
+                Poll::Untracked => {
+                    // Untracked: ask MPI about this one alone.
+                    let mut one = [r];
+                    let mut oc: c_int = 0;
+                    let mut ix: [c_int; 1] = [0];
+                    let mut st = Status::zeroed();
+                    PMPI_Testsome(1, one.as_mut_ptr(), &mut oc, ix.as_mut_ptr(), &mut st);
+                    if oc == abi::UNDEFINED {
+                        false
+                    } else if oc == 0 {
+                        any_active = true;
+                        false
+                    } else {
+                        rs[i] = one[0];
+                        *idx.add(out) = as_int(i);
+                        if !ignore {
+                            st.copy_to(statuses.add(out));
+                        }
+                        out += 1;
+                        continue;
+                    }
+                }
+            };
+            if ready {
+                let mut st = Status::zeroed();
+                let rc = self.complete_one(&mut rs[i], &mut st);
+                if !ok(rc) {
+                    st.set_error(rc);
+                    rc_all = abi::ERR_IN_STATUS;
+                }
+                *idx.add(out) = as_int(i);
+                if !ignore {
+                    st.copy_to(statuses.add(out));
+                }
+                out += 1;
+            }
+        }
+        if out == 0 && !any_active {
+            (abi::UNDEFINED, rc_all)
+        } else {
+            (as_int(out), rc_all)
+        }
+    }
+
+    pub unsafe fn waitsome(
+        &self,
+        n: c_int,
+        reqs: *mut Request,
+        outcount: *mut c_int,
+        idx: *mut c_int,
+        statuses: *mut Status,
+    ) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        if !self.any_tracked(rs) {
+            return PMPI_Waitsome(n, reqs, outcount, idx, statuses);
+        }
+        loop {
+            let (c, rc) = self.some_pass(rs, idx, statuses);
+            if c != 0 {
+                *outcount = c;
+                return rc;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    pub unsafe fn testsome(
+        &self,
+        n: c_int,
+        reqs: *mut Request,
+        outcount: *mut c_int,
+        idx: *mut c_int,
+        statuses: *mut Status,
+    ) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        if !self.any_tracked(rs) {
+            return PMPI_Testsome(n, reqs, outcount, idx, statuses);
+        }
+        let (c, rc) = self.some_pass(rs, idx, statuses);
+        *outcount = c;
+        rc
+    }
+
+    pub unsafe fn request_free(&self, req: *mut Request) -> c_int {
+        let r = *req;
+        let p = self.lock().reqs.remove(&key(r));
+        if let Some(p) = p {
+            if !p.persistent() || p.active() {
+                // MPI completes it in the background and may still write
+                // the header or read the staging buffer: keep them alive.
+                std::mem::forget(p);
+            }
+        }
+        PMPI_Request_free(req)
+    }
+
+    // --------------------------------------------------------- composites
+
+    pub unsafe fn sendrecv(
+        &self,
+        sbuf: *const c_void,
+        scount: c_int,
+        sdt: Datatype,
+        dest: c_int,
+        stag: c_int,
+        rbuf: *mut c_void,
+        rcount: c_int,
+        rdt: Datatype,
+        src: c_int,
+        rtag: c_int,
+        comm: Comm,
+        status: *mut Status,
+    ) -> c_int {
+        let mut reqs = [self.c.request_null; 2];
+        let rc = if src == abi::PROC_NULL {
+            PMPI_Irecv(rbuf, rcount, rdt, src, rtag, comm, &mut reqs[1])
+        } else {
+            self.recv(
+                rbuf,
+                rcount,
+                rdt,
+                src,
+                rtag,
+                comm,
+                Some(&mut reqs[1]),
+                std::ptr::null_mut(),
+            )
+        };
+        if !ok(rc) {
+            return rc;
+        }
+        let rc = if dest == abi::PROC_NULL {
+            PMPI_Isend(sbuf, scount, sdt, dest, stag, comm, &mut reqs[0])
+        } else {
+            self.isend(
+                Mode::Standard,
+                sbuf,
+                scount,
+                sdt,
+                dest,
+                stag,
+                comm,
+                &mut reqs[0],
+            )
+        };
+        if !ok(rc) {
+            return rc;
+        }
+        let mut sts = [Status::zeroed(); 2];
+        let rc = self.waitall(2, reqs.as_mut_ptr(), sts.as_mut_ptr());
+        if !abi::status_ignored(status) {
+            sts[1].copy_to(status);
+        }
+        if rc == abi::ERR_IN_STATUS {
+            let e = if sts[1].error() != abi::SUCCESS {
+                sts[1].error()
+            } else {
+                sts[0].error()
+            };
+            return e;
+        }
+        rc
+    }
+
+    pub unsafe fn sendrecv_replace(
+        &self,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        stag: c_int,
+        src: c_int,
+        rtag: c_int,
+        comm: Comm,
+        status: *mut Status,
+    ) -> c_int {
+        // Pack the outgoing data first, then receive into the same buffer.
+        let mut psize: c_int = 0;
+        let rc = PMPI_Pack_size(count, dt, comm, &mut psize);
+        if !ok(rc) {
+            return rc;
+        }
+        let mut tmp = vec![0u8; usize::try_from(psize).unwrap_or(0)];
+        let mut pos: c_int = 0;
+        if count > 0 {
+            let rc = PMPI_Pack(
+                buf,
+                count,
+                dt,
+                tmp.as_mut_ptr().cast(),
+                psize,
+                &mut pos,
+                comm,
+            );
+            if !ok(rc) {
+                return rc;
+            }
+        }
+        self.sendrecv(
+            tmp.as_ptr().cast(),
+            pos,
+            self.c.packed,
+            dest,
+            stag,
+            buf,
+            count,
+            dt,
+            src,
+            rtag,
+            comm,
+            status,
+        )
+    }
+}

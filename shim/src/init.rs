@@ -1,0 +1,308 @@
+//! Start-up and shut-down: which MPI is this, is the configuration good,
+//! what does the native network cost (transit model), and the report.
+
+use crate::abi::{self, Comm, Consts, Flavour, Status, FLAVOUR};
+use crate::clock::now;
+use crate::engine::{self, Engine};
+use crate::log;
+use crate::real::*;
+use loggp_core::config::LogLevel;
+use loggp_core::{Config, Transit};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+
+/// The MPI library present in this process, judged from symbols only it
+/// exports. `None` in a process without MPI (a launcher, a shell).
+pub fn present_flavour() -> Option<Flavour> {
+    // black_box keeps each dlsym out of tail position: glibc resolves
+    // RTLD_DEFAULT/RTLD_NEXT relative to the *calling* object, and a tail
+    // call from this constructor would make the caller ld.so itself (which
+    // crashes in _dl_lookup_symbol_x).
+    let has = |name: &[u8]| {
+        // SAFETY: NUL-terminated literal.
+        let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr().cast()) };
+        !std::hint::black_box(p).is_null()
+    };
+    if has(b"ompi_mpi_comm_world\0") {
+        Some(Flavour::OpenMpi)
+    } else if has(b"MPII_Version_ABI\0") {
+        Some(Flavour::Mpich)
+    } else {
+        None
+    }
+}
+
+/// Stops with one line if the program's MPI is not the one this shim was
+/// built for. Runs at load time (constructor) and again at MPI_Init.
+pub fn check_flavour() {
+    if let Some(f) = present_flavour() {
+        if f != FLAVOUR {
+            if log::launcher_rank().is_some_and(|r| r != 0) {
+                // SAFETY: ends the process; only rank 0 says why.
+                unsafe { libc::_exit(1) }
+            }
+            log::fatal_raw(&format!(
+                "this shim was built for {} {} but the program uses {}; preload the other build \
+                 (loggp shim-path --mpi {}) or use loggp run",
+                FLAVOUR.name(),
+                abi::LIB_VERSION,
+                f.name(),
+                f.cli_name()
+            ));
+        }
+    }
+}
+
+/// Load-time check: only reads symbols, never calls MPI.
+extern "C" fn on_load() {
+    check_flavour();
+}
+
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
+/// The configuration, parsed from the environment before MPI_Init so that a
+/// bad value stops the job with one line (printed by rank 0 only).
+pub fn config_or_exit() -> Config {
+    check_flavour();
+    match Config::from_vars(std::env::vars()) {
+        Ok(c) => c,
+        Err(e) => {
+            if log::launcher_rank().is_none_or(|r| r == 0) {
+                log::line(&e.to_string());
+            }
+            // SAFETY: ends the process; MPI is not initialised yet.
+            unsafe { libc::_exit(1) }
+        }
+    }
+}
+
+static PRIVATE: OnceLock<PrivateComm> = OnceLock::new();
+struct PrivateComm(Comm);
+// SAFETY: a communicator handle is a plain value usable from any thread.
+unsafe impl Send for PrivateComm {}
+unsafe impl Sync for PrivateComm {}
+
+/// After the real MPI_Init succeeded: agree on the configuration, learn the
+/// native transit, install the engine.
+///
+/// # Safety
+/// MPI must be initialised.
+pub unsafe fn after_init(cfg: Config) {
+    let Some(c) = Consts::resolve() else {
+        log::fatal_raw(
+            "cannot resolve MPI's predefined handles; is this the MPI the shim was built for?",
+        );
+    };
+    let (mut rank, mut size) = (0, 1);
+    PMPI_Comm_rank(c.comm_world, &mut rank);
+    PMPI_Comm_size(c.comm_world, &mut size);
+    let mut private = c.comm_null;
+    PMPI_Comm_dup(c.comm_world, &mut private);
+    let _ = PRIVATE.set(PrivateComm(private));
+
+    // Every rank must run with the same knobs: a rank that adds headers
+    // talking to one that does not would corrupt messages.
+    let fp = cfg.fingerprint();
+    let mut mx: u64 = 0;
+    let mut mn: u64 = 0;
+    PMPI_Allreduce(
+        (&fp as *const u64).cast(),
+        (&mut mx as *mut u64).cast(),
+        1,
+        c.uint64,
+        c.op_max,
+        private,
+    );
+    PMPI_Allreduce(
+        (&fp as *const u64).cast(),
+        (&mut mn as *mut u64).cast(),
+        1,
+        c.uint64,
+        c.op_min,
+        private,
+    );
+    if mx != mn {
+        if rank == 0 {
+            log::line("the ranks were started with different LOGGP_* settings; every rank must have the same");
+        }
+        PMPI_Barrier(private);
+        libc::_exit(1);
+    }
+
+    let transit = if cfg.vt_active() && size >= 2 {
+        measure_transit(&c, private, rank)
+    } else {
+        Transit::default()
+    };
+    if cfg.vt_active() && size >= 2 {
+        check_hosts(&c, private, rank, &cfg);
+    }
+    if cfg.log >= LogLevel::Info && rank == 0 {
+        log::line(&format!(
+            "{} {}, {} ranks, {}; native transit {:.0}ns + {:.3}ns/B",
+            FLAVOUR.name(),
+            abi::LIB_VERSION,
+            size,
+            cfg,
+            transit.base_ns,
+            transit.per_byte_ns
+        ));
+    }
+    engine::install(Engine::new(cfg, c, rank, size, transit));
+}
+
+/// Native transit `L_native(s) = base + s·per_byte`, from ping-pongs between
+/// ranks 0 and 1 (minimum half round trip of 8 B and of 1 MiB), broadcast to
+/// every rank. Ranks on one host share it exactly; across hosts it is the
+/// 0–1 pair's (a stated limit).
+unsafe fn measure_transit(c: &Consts, comm: Comm, rank: c_int) -> Transit {
+    const BIG: usize = 1 << 20;
+    let mut buf = vec![0u8; BIG];
+    let mut result = [0f64; 2];
+    let mut st = Status::zeroed();
+    for (i, (size, reps)) in [(8usize, 200), (BIG, 8)].into_iter().enumerate() {
+        let n = c_int::try_from(size).unwrap_or(0);
+        let mut best = f64::INFINITY;
+        PMPI_Barrier(comm);
+        for _ in 0..reps {
+            if rank == 0 {
+                let t0 = now();
+                PMPI_Send(buf.as_ptr().cast(), n, c.byte, 1, 7, comm);
+                PMPI_Recv(buf.as_mut_ptr().cast(), n, c.byte, 1, 7, comm, &mut st);
+                best = best.min((now() - t0) as f64 / 2.0);
+            } else if rank == 1 {
+                PMPI_Recv(buf.as_mut_ptr().cast(), n, c.byte, 0, 7, comm, &mut st);
+                PMPI_Send(buf.as_ptr().cast(), n, c.byte, 0, 7, comm);
+            }
+        }
+        result[i] = best;
+    }
+    PMPI_Bcast(result.as_mut_ptr().cast(), 2, c.double, 0, comm);
+    Transit::from_two_points((8, result[0]), (BIG as u64, result[1]))
+}
+
+/// All ranks on one host share CLOCK_MONOTONIC. Across hosts the virtual
+/// times would carry the clocks' offset: refuse rather than mislead.
+unsafe fn check_hosts(c: &Consts, comm: Comm, rank: c_int, _cfg: &Config) {
+    let n = usize::try_from(abi::MAX_PROCESSOR_NAME).unwrap_or(256);
+    let mut mine = vec![0u8; n];
+    let mut len: c_int = 0;
+    PMPI_Get_processor_name(mine.as_mut_ptr().cast(), &mut len);
+    let mut root = mine.clone();
+    PMPI_Bcast(
+        root.as_mut_ptr().cast(),
+        abi::MAX_PROCESSOR_NAME,
+        c.byte,
+        0,
+        comm,
+    );
+    let differs: u64 = u64::from(root != mine);
+    let mut any: u64 = 0;
+    PMPI_Allreduce(
+        (&differs as *const u64).cast(),
+        (&mut any as *mut u64).cast(),
+        1,
+        c.uint64,
+        c.op_max,
+        comm,
+    );
+    if any != 0 {
+        if rank == 0 {
+            log::line(
+                "the ranks run on more than one host; virtual time needs one shared clock and \
+                 cross-host clock synchronisation is not implemented yet: run on one host",
+            );
+        }
+        PMPI_Abort(c.comm_world, 1);
+    }
+}
+
+/// Before the real MPI_Finalize: finish buffered sends, write the report.
+///
+/// # Safety
+/// MPI must be initialised and not finalised.
+pub unsafe fn before_finalize() {
+    let Some(e) = engine::get_opt() else {
+        return;
+    };
+    if engine::active() {
+        e.flush_bsends();
+    }
+    engine::deactivate();
+    let private = PRIVATE.get().map(|p| p.0);
+    if let (Some(path), Some(comm)) = (e.cfg.report.as_deref(), private) {
+        write_report(e, comm, path);
+    }
+    if let Some(mut comm) = private {
+        PMPI_Comm_free(&mut comm);
+    }
+}
+
+unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
+    let k = &e.counters;
+    let mine: [u64; 7] = [
+        k.sends.load(Ordering::Relaxed),
+        k.recvs.load(Ordering::Relaxed),
+        k.bytes_sent.load(Ordering::Relaxed),
+        k.bytes_recv.load(Ordering::Relaxed),
+        k.gate_wait_ns.load(Ordering::Relaxed),
+        k.send_wait_ns.load(Ordering::Relaxed),
+        k.probed.load(Ordering::Relaxed),
+    ];
+    let size = usize::try_from(e.size).unwrap_or(1);
+    let mut all = vec![0u64; 7 * size];
+    // Gather through point-to-point on the private communicator (rank 0
+    // collects); the shim's own traffic bypasses the engine.
+    let mut st = Status::zeroed();
+    if e.rank == 0 {
+        all[..7].copy_from_slice(&mine);
+        for r in 1..size {
+            PMPI_Recv(
+                all[7 * r..].as_mut_ptr().cast::<c_void>(),
+                7,
+                e.c.uint64,
+                c_int::try_from(r).unwrap_or(0),
+                11,
+                comm,
+                &mut st,
+            );
+        }
+    } else {
+        PMPI_Send(mine.as_ptr().cast(), 7, e.c.uint64, 0, 11, comm);
+        return;
+    }
+    let mut ranks = Vec::new();
+    for r in 0..size {
+        let v = &all[7 * r..7 * r + 7];
+        ranks.push(format!(
+            "{{\"rank\":{r},\"sends\":{},\"recvs\":{},\"bytes_sent\":{},\"bytes_recv\":{},\"gate_wait_ns\":{},\"send_wait_ns\":{},\"probed\":{}}}",
+            v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+        ));
+    }
+    let c = &e.cfg;
+    let json = format!(
+        "{{\n  \"tool\": \"loggp-shim\",\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5}}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
+        FLAVOUR.cli_name(),
+        abi::LIB_VERSION,
+        size,
+        c.vt_active(),
+        c.l,
+        c.o_s,
+        c.o_r,
+        c.g_s,
+        c.g_r,
+        c.g_big,
+        c.send_queue,
+        e.transit.base_ns,
+        e.transit.per_byte_ns,
+        ranks.join(",\n    ")
+    );
+    if let Err(err) = std::fs::write(path, json) {
+        log::line(&format!(
+            "LOGGP_REPORT={path:?}: cannot write the report: {err}"
+        ));
+    }
+}

@@ -1,0 +1,23 @@
+//! Messages to standard error with raw write(2), one prefix for all.
+
+/// Writes `loggp-shim: {msg}\n` in one write.
+pub fn line(msg: &str) {
+    let s = format!("loggp-shim: {msg}\n");
+    // SAFETY: valid buffer; a short write to stderr is ignored.
+    unsafe { libc::write(2, s.as_ptr().cast(), s.len()) };
+}
+
+/// Prints one line and ends the process (before or without MPI).
+pub fn fatal_raw(msg: &str) -> ! {
+    line(msg);
+    // SAFETY: ends the process without unwinding or running atexit.
+    unsafe { libc::_exit(1) }
+}
+
+/// The rank this process will have, from the launcher's environment, before
+/// MPI is initialised (Open MPI, MPICH Hydra, PMIx).
+pub fn launcher_rank() -> Option<u32> {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.parse().ok())
+}

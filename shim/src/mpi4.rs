@@ -1,0 +1,367 @@
+//! MPI-4 point-to-point entry points that MPICH 4.0 exports (Open MPI 4.1
+//! does not). A message sent through one of them must carry the header like
+//! any other, or its receiver would misread it; so each is either routed
+//! through the engine or, where the shim cannot emulate it yet, refused with
+//! one line while virtual time is on. With virtual time off all pass through.
+//!
+//! Large-count (`_c`) calls whose count fits in an `int` use the engine's
+//! ordinary path; larger counts are refused.
+#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
+
+use crate::abi::{self, Comm, Count, Datatype, Handle, Message, Request, Status};
+use crate::engine::{self, active, Mode};
+use crate::log;
+use crate::real;
+use std::ffi::{c_int, c_void};
+
+/// Stops the job: `what` cannot be emulated.
+unsafe fn refuse(what: &str) -> c_int {
+    log::line(&format!(
+        "{what} is not supported while virtual time is on (a LOGGP_* knob is set); \
+         its messages would bypass the emulated network. Stopping."
+    ));
+    let c = engine::get().c;
+    real::PMPI_Abort(c.comm_world, 1);
+    libc::_exit(1)
+}
+
+fn small(n: Count) -> Option<c_int> {
+    c_int::try_from(n).ok()
+}
+
+macro_rules! send_c {
+    ($name:ident, $real:ident, $mode:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: Count,
+            dt: Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: Comm,
+        ) -> c_int {
+            if !active() || dest == abi::PROC_NULL {
+                return real::$real(buf, count, dt, dest, tag, comm);
+            }
+            match small(count) {
+                Some(n) => engine::get().send($mode, buf, n, dt, dest, tag, comm),
+                None => refuse(concat!(stringify!($name), " with a count above 2^31-1")),
+            }
+        }
+    };
+}
+send_c!(MPI_Send_c, PMPI_Send_c, Mode::Standard);
+send_c!(MPI_Bsend_c, PMPI_Bsend_c, Mode::Buffered);
+send_c!(MPI_Ssend_c, PMPI_Ssend_c, Mode::Synchronous);
+send_c!(MPI_Rsend_c, PMPI_Rsend_c, Mode::Ready);
+
+macro_rules! isend_c {
+    ($name:ident, $real:ident, $mode:expr, $method:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            buf: *const c_void,
+            count: Count,
+            dt: Datatype,
+            dest: c_int,
+            tag: c_int,
+            comm: Comm,
+            req: *mut Request,
+        ) -> c_int {
+            if !active() || dest == abi::PROC_NULL {
+                return real::$real(buf, count, dt, dest, tag, comm, req);
+            }
+            match small(count) {
+                Some(n) => engine::get().$method($mode, buf, n, dt, dest, tag, comm, req),
+                None => refuse(concat!(stringify!($name), " with a count above 2^31-1")),
+            }
+        }
+    };
+}
+isend_c!(MPI_Isend_c, PMPI_Isend_c, Mode::Standard, isend);
+isend_c!(MPI_Ibsend_c, PMPI_Ibsend_c, Mode::Buffered, isend);
+isend_c!(MPI_Issend_c, PMPI_Issend_c, Mode::Synchronous, isend);
+isend_c!(MPI_Irsend_c, PMPI_Irsend_c, Mode::Ready, isend);
+isend_c!(MPI_Send_init_c, PMPI_Send_init_c, Mode::Standard, send_init);
+isend_c!(
+    MPI_Bsend_init_c,
+    PMPI_Bsend_init_c,
+    Mode::Buffered,
+    send_init
+);
+isend_c!(
+    MPI_Ssend_init_c,
+    PMPI_Ssend_init_c,
+    Mode::Synchronous,
+    send_init
+);
+isend_c!(MPI_Rsend_init_c, PMPI_Rsend_init_c, Mode::Ready, send_init);
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv_c(
+    buf: *mut c_void,
+    count: Count,
+    dt: Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: Comm,
+    st: *mut Status,
+) -> c_int {
+    if !active() || src == abi::PROC_NULL {
+        return real::PMPI_Recv_c(buf, count, dt, src, tag, comm, st);
+    }
+    match small(count) {
+        Some(n) => engine::get().recv(buf, n, dt, src, tag, comm, None, st),
+        None => refuse("MPI_Recv_c with a count above 2^31-1"),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv_c(
+    buf: *mut c_void,
+    count: Count,
+    dt: Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: Comm,
+    req: *mut Request,
+) -> c_int {
+    if !active() || src == abi::PROC_NULL {
+        return real::PMPI_Irecv_c(buf, count, dt, src, tag, comm, req);
+    }
+    match small(count) {
+        Some(n) => engine::get().recv(buf, n, dt, src, tag, comm, Some(req), std::ptr::null_mut()),
+        None => refuse("MPI_Irecv_c with a count above 2^31-1"),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv_init_c(
+    buf: *mut c_void,
+    count: Count,
+    dt: Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: Comm,
+    req: *mut Request,
+) -> c_int {
+    if !active() || src == abi::PROC_NULL {
+        return real::PMPI_Recv_init_c(buf, count, dt, src, tag, comm, req);
+    }
+    match small(count) {
+        Some(n) => engine::get().recv_init(buf, n, dt, src, tag, comm, req),
+        None => refuse("MPI_Recv_init_c with a count above 2^31-1"),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_c(
+    sbuf: *const c_void,
+    scount: Count,
+    sdt: Datatype,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: Count,
+    rdt: Datatype,
+    src: c_int,
+    rtag: c_int,
+    comm: Comm,
+    st: *mut Status,
+) -> c_int {
+    if !active() || (dest == abi::PROC_NULL && src == abi::PROC_NULL) {
+        return real::PMPI_Sendrecv_c(
+            sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, st,
+        );
+    }
+    match (small(scount), small(rcount)) {
+        (Some(s), Some(r)) => {
+            engine::get().sendrecv(sbuf, s, sdt, dest, stag, rbuf, r, rdt, src, rtag, comm, st)
+        }
+        _ => refuse("MPI_Sendrecv_c with a count above 2^31-1"),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
+    buf: *mut c_void,
+    count: Count,
+    dt: Datatype,
+    dest: c_int,
+    stag: c_int,
+    src: c_int,
+    rtag: c_int,
+    comm: Comm,
+    st: *mut Status,
+) -> c_int {
+    if !active() || (dest == abi::PROC_NULL && src == abi::PROC_NULL) {
+        return real::PMPI_Sendrecv_replace_c(buf, count, dt, dest, stag, src, rtag, comm, st);
+    }
+    match small(count) {
+        Some(n) => engine::get().sendrecv_replace(buf, n, dt, dest, stag, src, rtag, comm, st),
+        None => refuse("MPI_Sendrecv_replace_c with a count above 2^31-1"),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mrecv_c(
+    buf: *mut c_void,
+    count: Count,
+    dt: Datatype,
+    msg: *mut Message,
+    st: *mut Status,
+) -> c_int {
+    if active() {
+        let Some(n) = small(count) else {
+            return refuse("MPI_Mrecv_c with a count above 2^31-1");
+        };
+        if let Some(rc) = engine::get().mrecv(buf, n, dt, msg, None, st) {
+            return rc;
+        }
+    }
+    real::PMPI_Mrecv_c(buf, count, dt, msg, st)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Imrecv_c(
+    buf: *mut c_void,
+    count: Count,
+    dt: Datatype,
+    msg: *mut Message,
+    req: *mut Request,
+) -> c_int {
+    if active() {
+        let Some(n) = small(count) else {
+            return refuse("MPI_Imrecv_c with a count above 2^31-1");
+        };
+        if let Some(rc) = engine::get().mrecv(buf, n, dt, msg, Some(req), std::ptr::null_mut()) {
+            return rc;
+        }
+    }
+    real::PMPI_Imrecv_c(buf, count, dt, msg, req)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv(
+    sbuf: *const c_void,
+    scount: c_int,
+    sdt: Datatype,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rdt: Datatype,
+    src: c_int,
+    rtag: c_int,
+    comm: Comm,
+    req: *mut Request,
+) -> c_int {
+    if !active() {
+        return real::PMPI_Isendrecv(
+            sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, req,
+        );
+    }
+    refuse("MPI_Isendrecv")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv_c(
+    sbuf: *const c_void,
+    scount: Count,
+    sdt: Datatype,
+    dest: c_int,
+    stag: c_int,
+    rbuf: *mut c_void,
+    rcount: Count,
+    rdt: Datatype,
+    src: c_int,
+    rtag: c_int,
+    comm: Comm,
+    req: *mut Request,
+) -> c_int {
+    if !active() {
+        return real::PMPI_Isendrecv_c(
+            sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, req,
+        );
+    }
+    refuse("MPI_Isendrecv_c")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    dt: Datatype,
+    dest: c_int,
+    stag: c_int,
+    src: c_int,
+    rtag: c_int,
+    comm: Comm,
+    req: *mut Request,
+) -> c_int {
+    if !active() {
+        return real::PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req);
+    }
+    refuse("MPI_Isendrecv_replace")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
+    buf: *mut c_void,
+    count: Count,
+    dt: Datatype,
+    dest: c_int,
+    stag: c_int,
+    src: c_int,
+    rtag: c_int,
+    comm: Comm,
+    req: *mut Request,
+) -> c_int {
+    if !active() {
+        return real::PMPI_Isendrecv_replace_c(buf, count, dt, dest, stag, src, rtag, comm, req);
+    }
+    refuse("MPI_Isendrecv_replace_c")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Psend_init(
+    buf: *const c_void,
+    partitions: c_int,
+    count: Count,
+    dt: Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: Comm,
+    info: Handle,
+    req: *mut Request,
+) -> c_int {
+    if !active() {
+        return real::PMPI_Psend_init(buf, partitions, count, dt, dest, tag, comm, info, req);
+    }
+    refuse("MPI_Psend_init (partitioned communication)")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Precv_init(
+    buf: *mut c_void,
+    partitions: c_int,
+    count: Count,
+    dt: Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: Comm,
+    info: Handle,
+    req: *mut Request,
+) -> c_int {
+    if !active() {
+        return real::PMPI_Precv_init(buf, partitions, count, dt, src, tag, comm, info, req);
+    }
+    refuse("MPI_Precv_init (partitioned communication)")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Buffer_detach_c(buf: *mut c_void, size: *mut Count) -> c_int {
+    if active() {
+        engine::get().flush_bsends();
+    }
+    real::PMPI_Buffer_detach_c(buf, size)
+}

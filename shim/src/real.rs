@@ -1,0 +1,145 @@
+//! The MPI library's own functions, found at run time with
+//! `dlsym(RTLD_NEXT, "PMPI_x")` and cached. The shim never links libmpi, so
+//! it loads into any process (a launcher, a shell) and can tell, before
+//! touching MPI, whether it was preloaded into the wrong MPI.
+//!
+//! These are the only paths by which the shim calls MPI: its own traffic
+//! never re-enters its exported symbols.
+#![allow(non_snake_case, dead_code, clippy::too_many_arguments)]
+
+use crate::abi::{Aint, Comm, Count, Datatype, Handle, Message, Op, Request, Status};
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// Resolves `name` (NUL-terminated) in the libraries loaded after the shim.
+pub fn lookup(name: &'static str) -> *mut c_void {
+    // SAFETY: name is a NUL-terminated literal. RTLD_NEXT is resolved
+    // relative to the caller: black_box keeps the call out of tail position.
+    std::hint::black_box(unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) })
+}
+
+fn missing(name: &str) -> ! {
+    crate::log::fatal_raw(&format!(
+        "{} is not exported by the MPI library of this program; is it an MPI program of the right MPI?",
+        name.trim_end_matches('\0')
+    ))
+}
+
+macro_rules! reals {
+    ($( fn $name:ident ( $($arg:ident : $ty:ty),* ); )*) => {$(
+        #[inline]
+        pub unsafe fn $name($($arg: $ty),*) -> c_int {
+            static P: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+            let mut f = P.load(Ordering::Relaxed);
+            if f.is_null() {
+                f = lookup(concat!(stringify!($name), "\0"));
+                if f.is_null() {
+                    missing(stringify!($name));
+                }
+                P.store(f, Ordering::Relaxed);
+            }
+            // SAFETY: the symbol has the C signature declared by mpi.h.
+            let f: unsafe extern "C" fn($($ty),*) -> c_int = std::mem::transmute(f);
+            f($($arg),*)
+        }
+    )*};
+}
+
+reals! {
+    fn PMPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char);
+    fn PMPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int);
+    fn PMPI_Finalize();
+    fn PMPI_Initialized(flag: *mut c_int);
+    fn PMPI_Finalized(flag: *mut c_int);
+    fn PMPI_Abort(comm: Comm, code: c_int);
+    fn PMPI_Get_library_version(version: *mut c_char, len: *mut c_int);
+    fn PMPI_Get_processor_name(name: *mut c_char, len: *mut c_int);
+    fn PMPI_Comm_rank(comm: Comm, rank: *mut c_int);
+    fn PMPI_Comm_size(comm: Comm, size: *mut c_int);
+    fn PMPI_Comm_dup(comm: Comm, new: *mut Comm);
+    fn PMPI_Comm_free(comm: *mut Comm);
+    fn PMPI_Comm_call_errhandler(comm: Comm, code: c_int);
+    fn PMPI_Allreduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm);
+    fn PMPI_Bcast(buf: *mut c_void, count: c_int, dt: Datatype, root: c_int, comm: Comm);
+    fn PMPI_Barrier(comm: Comm);
+    fn PMPI_Type_size(dt: Datatype, size: *mut c_int);
+    fn PMPI_Type_size_x(dt: Datatype, size: *mut Count);
+    fn PMPI_Pack(inbuf: *const c_void, incount: c_int, dt: Datatype, outbuf: *mut c_void, outsize: c_int, pos: *mut c_int, comm: Comm);
+    fn PMPI_Unpack(inbuf: *const c_void, insize: c_int, pos: *mut c_int, outbuf: *mut c_void, outcount: c_int, dt: Datatype, comm: Comm);
+    fn PMPI_Pack_size(incount: c_int, dt: Datatype, comm: Comm, size: *mut c_int);
+    fn PMPI_Get_address(loc: *const c_void, addr: *mut Aint);
+    fn PMPI_Type_create_struct(count: c_int, blocklens: *const c_int, displs: *const Aint, types: *const Datatype, new: *mut Datatype);
+    fn PMPI_Type_commit(dt: *mut Datatype);
+    fn PMPI_Type_free(dt: *mut Datatype);
+    fn PMPI_Get_count(st: *const Status, dt: Datatype, count: *mut c_int);
+    fn PMPI_Status_set_elements_x(st: *mut Status, dt: Datatype, count: Count);
+    fn PMPI_Test_cancelled(st: *const Status, flag: *mut c_int);
+    fn PMPI_Buffer_detach(buf: *mut c_void, size: *mut c_int);
+
+    fn PMPI_Send(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm);
+    fn PMPI_Bsend(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm);
+    fn PMPI_Ssend(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm);
+    fn PMPI_Rsend(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm);
+    fn PMPI_Isend(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Ibsend(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Issend(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Irsend(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Send_init(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Bsend_init(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Ssend_init(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Rsend_init(buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Recv(buf: *mut c_void, count: c_int, dt: Datatype, src: c_int, tag: c_int, comm: Comm, st: *mut Status);
+    fn PMPI_Irecv(buf: *mut c_void, count: c_int, dt: Datatype, src: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Recv_init(buf: *mut c_void, count: c_int, dt: Datatype, src: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Sendrecv(sbuf: *const c_void, scount: c_int, sdt: Datatype, dest: c_int, stag: c_int, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, src: c_int, rtag: c_int, comm: Comm, st: *mut Status);
+    fn PMPI_Sendrecv_replace(buf: *mut c_void, count: c_int, dt: Datatype, dest: c_int, stag: c_int, src: c_int, rtag: c_int, comm: Comm, st: *mut Status);
+    fn PMPI_Probe(src: c_int, tag: c_int, comm: Comm, st: *mut Status);
+    fn PMPI_Iprobe(src: c_int, tag: c_int, comm: Comm, flag: *mut c_int, st: *mut Status);
+    fn PMPI_Mprobe(src: c_int, tag: c_int, comm: Comm, msg: *mut Message, st: *mut Status);
+    fn PMPI_Improbe(src: c_int, tag: c_int, comm: Comm, flag: *mut c_int, msg: *mut Message, st: *mut Status);
+    fn PMPI_Mrecv(buf: *mut c_void, count: c_int, dt: Datatype, msg: *mut Message, st: *mut Status);
+    fn PMPI_Imrecv(buf: *mut c_void, count: c_int, dt: Datatype, msg: *mut Message, req: *mut Request);
+    fn PMPI_Start(req: *mut Request);
+    fn PMPI_Startall(n: c_int, reqs: *mut Request);
+    fn PMPI_Wait(req: *mut Request, st: *mut Status);
+    fn PMPI_Test(req: *mut Request, flag: *mut c_int, st: *mut Status);
+    fn PMPI_Waitany(n: c_int, reqs: *mut Request, idx: *mut c_int, st: *mut Status);
+    fn PMPI_Testany(n: c_int, reqs: *mut Request, idx: *mut c_int, flag: *mut c_int, st: *mut Status);
+    fn PMPI_Waitall(n: c_int, reqs: *mut Request, sts: *mut Status);
+    fn PMPI_Testall(n: c_int, reqs: *mut Request, flag: *mut c_int, sts: *mut Status);
+    fn PMPI_Waitsome(n: c_int, reqs: *mut Request, outcount: *mut c_int, idx: *mut c_int, sts: *mut Status);
+    fn PMPI_Testsome(n: c_int, reqs: *mut Request, outcount: *mut c_int, idx: *mut c_int, sts: *mut Status);
+    fn PMPI_Request_get_status(req: Request, flag: *mut c_int, st: *mut Status);
+    fn PMPI_Cancel(req: *mut Request);
+    fn PMPI_Request_free(req: *mut Request);
+}
+
+// MPI-4 entry points that MPICH 4.0 exports and Open MPI 4.1 does not.
+reals! {
+    fn PMPI_Send_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm);
+    fn PMPI_Bsend_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm);
+    fn PMPI_Ssend_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm);
+    fn PMPI_Rsend_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm);
+    fn PMPI_Isend_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Ibsend_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Issend_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Irsend_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Send_init_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Bsend_init_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Ssend_init_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Rsend_init_c(buf: *const c_void, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Recv_c(buf: *mut c_void, count: Count, dt: Datatype, src: c_int, tag: c_int, comm: Comm, st: *mut Status);
+    fn PMPI_Irecv_c(buf: *mut c_void, count: Count, dt: Datatype, src: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Recv_init_c(buf: *mut c_void, count: Count, dt: Datatype, src: c_int, tag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Sendrecv_c(sbuf: *const c_void, scount: Count, sdt: Datatype, dest: c_int, stag: c_int, rbuf: *mut c_void, rcount: Count, rdt: Datatype, src: c_int, rtag: c_int, comm: Comm, st: *mut Status);
+    fn PMPI_Sendrecv_replace_c(buf: *mut c_void, count: Count, dt: Datatype, dest: c_int, stag: c_int, src: c_int, rtag: c_int, comm: Comm, st: *mut Status);
+    fn PMPI_Mrecv_c(buf: *mut c_void, count: Count, dt: Datatype, msg: *mut Message, st: *mut Status);
+    fn PMPI_Imrecv_c(buf: *mut c_void, count: Count, dt: Datatype, msg: *mut Message, req: *mut Request);
+    fn PMPI_Isendrecv(sbuf: *const c_void, scount: c_int, sdt: Datatype, dest: c_int, stag: c_int, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, src: c_int, rtag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Isendrecv_c(sbuf: *const c_void, scount: Count, sdt: Datatype, dest: c_int, stag: c_int, rbuf: *mut c_void, rcount: Count, rdt: Datatype, src: c_int, rtag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Isendrecv_replace(buf: *mut c_void, count: c_int, dt: Datatype, dest: c_int, stag: c_int, src: c_int, rtag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Isendrecv_replace_c(buf: *mut c_void, count: Count, dt: Datatype, dest: c_int, stag: c_int, src: c_int, rtag: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Psend_init(buf: *const c_void, partitions: c_int, count: Count, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, info: Handle, req: *mut Request);
+    fn PMPI_Precv_init(buf: *mut c_void, partitions: c_int, count: Count, dt: Datatype, src: c_int, tag: c_int, comm: Comm, info: Handle, req: *mut Request);
+    fn PMPI_Buffer_detach_c(buf: *mut c_void, size: *mut Count);
+}
