@@ -65,6 +65,7 @@ int main(void) {
   I("MAX_PROCESSOR_NAME", MPI_MAX_PROCESSOR_NAME);
   I("MAX_LIBRARY_VERSION_STRING", MPI_MAX_LIBRARY_VERSION_STRING);
   I("COMBINER_NAMED", MPI_COMBINER_NAMED);
+  I("COMM_TYPE_SHARED", MPI_COMM_TYPE_SHARED);
   H("COMM_WORLD", MPI_COMM_WORLD, ompi_mpi_comm_world);
   H("COMM_NULL", MPI_COMM_NULL, ompi_mpi_comm_null);
   H("REQUEST_NULL", MPI_REQUEST_NULL, ompi_request_null);
@@ -78,5 +79,6 @@ int main(void) {
   H("OP_MAX", MPI_MAX, ompi_mpi_op_max);
   H("OP_MIN", MPI_MIN, ompi_mpi_op_min);
   H("ERRORS_RETURN", MPI_ERRORS_RETURN, ompi_mpi_errors_return);
+  H("INFO_NULL", MPI_INFO_NULL, ompi_mpi_info_null);
   return failed;
 }

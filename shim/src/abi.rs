@@ -185,6 +185,7 @@ pub struct Consts {
     pub double: Datatype,
     pub op_max: Op,
     pub op_min: Op,
+    pub info_null: Handle,
 }
 
 // SAFETY: handles are plain values shared by every thread of the process.
@@ -205,6 +206,7 @@ impl Consts {
             double: DOUBLE.get()?,
             op_max: OP_MAX.get()?,
             op_min: OP_MIN.get()?,
+            info_null: INFO_NULL.get()?,
         })
     }
 }

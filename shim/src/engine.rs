@@ -19,7 +19,7 @@
 #![allow(clippy::too_many_arguments)]
 
 use crate::abi::{self, key, Comm, Consts, Datatype, Message, Request, Status};
-use crate::clock::{now, spin_for, spin_until};
+use crate::clock::{now, spin_for, wait_until};
 use crate::log;
 use crate::real::*;
 use loggp_core::{Config, RecvGate, SendSide, Transit};
@@ -254,6 +254,29 @@ unsafe fn type_size(dt: Datatype) -> u64 {
     u64::try_from(s).unwrap_or(0)
 }
 
+/// Bytes of `count` elements of `dt` when they are one contiguous block
+/// starting at the buffer (a predefined type without holes, or any type
+/// whose size equals its extent and true extent with both bounds at 0), so
+/// that staging can be a memcpy instead of MPI_Pack.
+unsafe fn contiguous_bytes(dt: Datatype, count: c_int) -> Option<usize> {
+    let size = type_size(dt);
+    let (mut lb, mut ext, mut tlb, mut text) = (0, 0, 0, 0);
+    PMPI_Type_get_extent(dt, &mut lb, &mut ext);
+    if lb != 0 || u64::try_from(ext).ok()? != size {
+        return None;
+    }
+    PMPI_Type_get_true_extent(dt, &mut tlb, &mut text);
+    if tlb != 0 || u64::try_from(text).ok()? != size {
+        return None;
+    }
+    usize::try_from(size * u64::try_from(count).ok()?).ok()
+}
+
+thread_local! {
+    /// Staging buffer reused by blocking calls on this thread.
+    static STAGE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 fn as_int(n: usize) -> c_int {
     c_int::try_from(n).unwrap_or(c_int::MAX)
 }
@@ -295,7 +318,7 @@ impl Engine {
         let t = now();
         let dep = self.lock().send.depart(t, bytes);
         if dep.ready > t {
-            spin_until(dep.ready);
+            wait_until(dep.ready);
             self.counters
                 .send_wait_ns
                 .fetch_add(dep.ready - t, Ordering::Relaxed);
@@ -314,12 +337,39 @@ impl Engine {
         dt: Datatype,
         comm: Comm,
     ) -> Result<Vec<u8>, c_int> {
+        let mut v = Vec::new();
+        self.stage_into(&mut v, hdr, buf, count, dt, comm)?;
+        Ok(v)
+    }
+
+    /// Writes `[header][payload]` into `v` (resized to fit).
+    unsafe fn stage_into(
+        &self,
+        v: &mut Vec<u8>,
+        hdr: Header,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        comm: Comm,
+    ) -> Result<(), c_int> {
+        if let Some(n) = contiguous_bytes(dt, count) {
+            v.clear();
+            v.reserve(HDR + n);
+            // SAFETY: capacity reserved; every byte is written below.
+            v.set_len(HDR + n);
+            hdr.write_to(v.as_mut_ptr());
+            if n > 0 {
+                std::ptr::copy_nonoverlapping(buf.cast::<u8>(), v.as_mut_ptr().add(HDR), n);
+            }
+            return Ok(());
+        }
         let mut psize: c_int = 0;
         let rc = PMPI_Pack_size(count, dt, comm, &mut psize);
         if !ok(rc) {
             return Err(rc);
         }
-        let mut v = vec![0u8; HDR + usize::try_from(psize).unwrap_or(0)];
+        v.clear();
+        v.resize(HDR + usize::try_from(psize).unwrap_or(0), 0);
         hdr.write_to(v.as_mut_ptr());
         let mut pos: c_int = 0;
         if count > 0 {
@@ -337,7 +387,7 @@ impl Engine {
             }
         }
         v.truncate(HDR + usize::try_from(pos).unwrap_or(0));
-        Ok(v)
+        Ok(())
     }
 
     /// Builds the struct datatype `{16 B at hdr, count × dt at buf}`.
@@ -419,7 +469,7 @@ impl Engine {
     fn hold_until(&self, t: u64) {
         let n = now();
         if t > n {
-            spin_until(t);
+            wait_until(t);
             self.counters
                 .send_wait_ns
                 .fetch_add(t - n, Ordering::Relaxed);
@@ -770,8 +820,16 @@ impl Engine {
         }
         let cap = type_size(dt) * u64::try_from(count).unwrap_or(0);
         let wire = if cap <= self.cfg.inline_max {
+            let n = HDR + usize::try_from(cap).unwrap_or(0);
+            // Blocking receives reuse this thread's buffer; MPI writes it
+            // and we read back only the bytes MPI reports as received.
+            let mut stage = if req.is_none() { STAGE.with(|c| c.take()) } else { Vec::new() };
+            stage.clear();
+            stage.reserve(n);
+            // SAFETY: capacity reserved; only received bytes are read.
+            stage.set_len(n);
             Wire::Staged {
-                stage: vec![0u8; HDR + usize::try_from(cap).unwrap_or(0)],
+                stage,
                 buf,
                 count,
                 dt,
@@ -824,6 +882,9 @@ impl Engine {
                 }
                 if !abi::status_ignored(status) {
                     st_local.copy_to(status);
+                }
+                if let Wire::Staged { stage, .. } = wire {
+                    STAGE.with(|c| c.replace(stage));
                 }
                 rc
             }
@@ -899,7 +960,7 @@ impl Engine {
         let t = now();
         let ready = self.lock().gate.ready_at(d, payload);
         let r = if ready > t && block {
-            spin_until(ready);
+            wait_until(ready);
             self.counters
                 .gate_wait_ns
                 .fetch_add(ready - t, Ordering::Relaxed);

@@ -58,6 +58,7 @@ reals! {
     fn PMPI_Comm_size(comm: Comm, size: *mut c_int);
     fn PMPI_Comm_dup(comm: Comm, new: *mut Comm);
     fn PMPI_Comm_free(comm: *mut Comm);
+    fn PMPI_Comm_split_type(comm: Comm, split_type: c_int, key: c_int, info: Handle, new: *mut Comm);
     fn PMPI_Comm_call_errhandler(comm: Comm, code: c_int);
     fn PMPI_Allreduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm);
     fn PMPI_Bcast(buf: *mut c_void, count: c_int, dt: Datatype, root: c_int, comm: Comm);
@@ -66,6 +67,9 @@ reals! {
     fn PMPI_Type_size_x(dt: Datatype, size: *mut Count);
     fn PMPI_Pack(inbuf: *const c_void, incount: c_int, dt: Datatype, outbuf: *mut c_void, outsize: c_int, pos: *mut c_int, comm: Comm);
     fn PMPI_Unpack(inbuf: *const c_void, insize: c_int, pos: *mut c_int, outbuf: *mut c_void, outcount: c_int, dt: Datatype, comm: Comm);
+    fn PMPI_Type_get_envelope(dt: Datatype, ni: *mut c_int, na: *mut c_int, nd: *mut c_int, combiner: *mut c_int);
+    fn PMPI_Type_get_extent(dt: Datatype, lb: *mut Aint, extent: *mut Aint);
+    fn PMPI_Type_get_true_extent(dt: Datatype, lb: *mut Aint, extent: *mut Aint);
     fn PMPI_Pack_size(incount: c_int, dt: Datatype, comm: Comm, size: *mut c_int);
     fn PMPI_Get_address(loc: *const c_void, addr: *mut Aint);
     fn PMPI_Type_create_struct(count: c_int, blocklens: *const c_int, displs: *const Aint, types: *const Datatype, new: *mut Datatype);

@@ -1,0 +1,140 @@
+/* shim_bench: micro-benchmark of the shim's own cost and accuracy (issue 2).
+ * Two ranks. Prints one line of key=value medians (microseconds):
+ *   half_rtt_8   8-byte ping-pong, half round trip (median of 4000)
+ *   o_s          time inside MPI_Send of 8 B (median of 2000)
+ *   o_r          time inside MPI_Recv of an 8-B message that arrived long ago
+ *                (receiver waits WAIT_US + L before receiving; median of 300)
+ *   gap          (PRTT(100,0,8) - PRTT(1,0,8)) / 99, Hoefler's PRTT method
+ *   half_rtt_1m  1 MiB ping-pong, half round trip (median of 60)
+ * and spread as p10/p90 for half_rtt_8. Run it natively and under the shim. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+static double pct(double *v, int n, double p) {
+  qsort(v, n, sizeof(double), cmp);
+  return v[(int)(p * (n - 1))];
+}
+static void spin_us(double us) {
+  double end = now_us() + us;
+  while (now_us() < end) {
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != 2) {
+    if (rank == 0) fprintf(stderr, "shim_bench: needs exactly 2 ranks\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  double wait_us = argc > 1 ? atof(argv[1]) : 300.0;
+  const int N8 = 4000, NOS = 2000, NOR = 300, NBURST = 100, NG = 200, N1M = 60;
+  int peer = 1 - rank;
+  char small[8] = {0}, ack = 0;
+  int big_n = 1 << 20;
+  char *big = calloc(big_n, 1);
+  double *t = malloc(sizeof(double) * N8);
+  MPI_Status st;
+
+  /* 8-byte ping-pong, after a warm-up. */
+  for (int i = -200; i < N8; i++) {
+    double t0 = now_us();
+    if (rank == 0) {
+      MPI_Send(small, 8, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+      MPI_Recv(small, 8, MPI_BYTE, 1, 1, MPI_COMM_WORLD, &st);
+    } else {
+      MPI_Recv(small, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &st);
+      MPI_Send(small, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+    }
+    if (i >= 0) t[i] = (now_us() - t0) / 2;
+  }
+  double hr8 = pct(t, N8, 0.5), hr8_10 = pct(t, N8, 0.1), hr8_90 = pct(t, N8, 0.9);
+
+  /* o_s: time in MPI_Send; the receiver acknowledges each message. */
+  for (int i = 0; i < NOS; i++) {
+    if (rank == 0) {
+      double t0 = now_us();
+      MPI_Send(small, 8, MPI_BYTE, 1, 2, MPI_COMM_WORLD);
+      t[i] = now_us() - t0;
+      MPI_Recv(&ack, 1, MPI_BYTE, 1, 3, MPI_COMM_WORLD, &st);
+    } else {
+      MPI_Recv(small, 8, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &st);
+      MPI_Send(&ack, 1, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+    }
+  }
+  double os = rank == 0 ? pct(t, NOS, 0.5) : 0;
+
+  /* o_r: rank 1 receives a message that arrived long ago. */
+  for (int i = 0; i < NOR; i++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+      MPI_Send(small, 8, MPI_BYTE, 1, 4, MPI_COMM_WORLD);
+    } else {
+      spin_us(wait_us);
+      double t0 = now_us();
+      MPI_Recv(small, 8, MPI_BYTE, 0, 4, MPI_COMM_WORLD, &st);
+      t[i] = now_us() - t0;
+    }
+  }
+  double orr = 0;
+  if (rank == 1) {
+    orr = pct(t, NOR, 0.5);
+    MPI_Send(&orr, 1, MPI_DOUBLE, 0, 9, MPI_COMM_WORLD);
+  } else {
+    MPI_Recv(&orr, 1, MPI_DOUBLE, 1, 9, MPI_COMM_WORLD, &st);
+  }
+
+  /* gap: PRTT(n,0,8) with n = 1 and NBURST (Hoefler et al. 2007, sec. 3). */
+  double prtt[2];
+  int ns[2] = {1, NBURST};
+  for (int k = 0; k < 2; k++) {
+    for (int i = 0; i < NG; i++) {
+      double t0 = now_us();
+      if (rank == 0) {
+        for (int j = 0; j < ns[k]; j++) MPI_Send(small, 8, MPI_BYTE, 1, 5, MPI_COMM_WORLD);
+        MPI_Recv(small, 8, MPI_BYTE, 1, 5, MPI_COMM_WORLD, &st);
+      } else {
+        for (int j = 0; j < ns[k]; j++) MPI_Recv(small, 8, MPI_BYTE, 0, 5, MPI_COMM_WORLD, &st);
+        MPI_Send(small, 8, MPI_BYTE, 0, 5, MPI_COMM_WORLD);
+      }
+      t[i] = now_us() - t0;
+    }
+    prtt[k] = pct(t, NG, 0.5);
+  }
+  double gap = (prtt[1] - prtt[0]) / (NBURST - 1);
+
+  /* 1 MiB ping-pong. */
+  for (int i = -5; i < N1M; i++) {
+    double t0 = now_us();
+    if (rank == 0) {
+      MPI_Send(big, big_n, MPI_BYTE, 1, 6, MPI_COMM_WORLD);
+      MPI_Recv(big, big_n, MPI_BYTE, 1, 6, MPI_COMM_WORLD, &st);
+    } else {
+      MPI_Recv(big, big_n, MPI_BYTE, 0, 6, MPI_COMM_WORLD, &st);
+      MPI_Send(big, big_n, MPI_BYTE, 0, 6, MPI_COMM_WORLD);
+    }
+    if (i >= 0) t[i] = (now_us() - t0) / 2;
+  }
+  double hr1m = pct(t, N1M, 0.5);
+  if (rank == 0)
+    printf("half_rtt_8=%.4f half_rtt_8_p10=%.4f half_rtt_8_p90=%.4f o_s=%.4f o_r=%.4f gap=%.4f half_rtt_1m=%.3f\n",
+           hr8, hr8_10, hr8_90, os, orr, gap, hr1m);
+  free(big);
+  free(t);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Benchmark of the shim itself (issue 2), np=2, both MPIs unless one is named:
+#   scripts/bench-shim.sh [openmpi|mpich]
+# Prints, per MPI: native vs shim at zero (pass-through) vs shim with virtual
+# time on and every knob zero; then requested vs realised L, o_s, o_r at
+# 1, 5, 20, 100 us, realised = median with the knob - median with VT on at 0.
+# One MPI job at a time (flock /tmp/loggp-mpi.lock). Needs scripts/build.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=target/bench; mkdir -p "$out"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpis=${1:-openmpi mpich}
+for mpi in $mpis; do
+  "mpicc.$mpi" -O2 -o "$out/shim_bench-$mpi" bench/shim_bench.c
+  shim=$PWD/target/release/libloggp-$mpi.so
+  [ -f "$shim" ] || { echo "bench-shim: $shim missing; run scripts/build.sh" >&2; exit 1; }
+  run() { # run LABEL [VAR=VALUE...]
+    local label=$1; shift
+    local args=()
+    if [ "$label" != native ]; then
+      if [ "$mpi" = openmpi ]; then args+=(-x "LD_PRELOAD=$shim"); else args+=(-genv LD_PRELOAD "$shim"); fi
+      for kv in "$@"; do
+        if [ "$mpi" = openmpi ]; then args+=(-x "$kv"); else args+=(-genv "${kv%%=*}" "${kv#*=}"); fi
+      done
+    fi
+    local line
+    line=$(flock /tmp/loggp-mpi.lock timeout 120 "mpirun.$mpi" -np 2 "${args[@]}" "$out/shim_bench-$mpi" 400)
+    echo "$label $line"
+  }
+  {
+    run native
+    run zero
+    run vt LOGGP_VT=on
+    for v in 1 5 20 100; do
+      run "L=${v}us" "LOGGP_L=${v}us"
+      run "o_s=${v}us" "LOGGP_O_S=${v}us"
+      run "o_r=${v}us" "LOGGP_O_R=${v}us"
+    done
+  } > "$out/raw-$mpi.txt"
+  python3 - "$mpi" "$out/raw-$mpi.txt" <<'PY'
+import sys
+mpi, path = sys.argv[1], sys.argv[2]
+rows = {}
+for line in open(path):
+    label, *kv = line.split()
+    rows[label] = {k: float(v) for k, v in (x.split("=") for x in kv)}
+n, z, v = rows["native"], rows["zero"], rows["vt"]
+print(f"\n== {mpi}, np=2 ({path})")
+print(f"{'metric':<22}{'native':>12}{'shim, zero':>12}{'shim, VT on':>13}{'zero-native':>13}{'VT-native':>12}")
+for k, unit in [("half_rtt_8", "us"), ("o_s", "us"), ("o_r", "us"), ("gap", "us"), ("half_rtt_1m", "us")]:
+    print(f"{k+' ('+unit+')':<22}{n[k]:>12.3f}{z[k]:>12.3f}{v[k]:>13.3f}{(z[k]-n[k])*1000:>11.0f}ns{(v[k]-n[k])*1000:>10.0f}ns")
+print(f"{'1 MiB time, VT/native':<22}{v['half_rtt_1m']/n['half_rtt_1m']*100-100:>+11.2f}%   (8 B half RTT p10..p90 native {n['half_rtt_8_p10']:.3f}..{n['half_rtt_8_p90']:.3f} us)")
+print(f"\n{'knob':<8}{'requested':>10}{'realised':>10}{'error':>10}{'error %':>9}")
+metric = {"L": "half_rtt_8", "o_s": "o_s", "o_r": "o_r"}
+for knob in ("L", "o_s", "o_r"):
+    for req in (1, 5, 20, 100):
+        r = rows[f"{knob}={req}us"][metric[knob]] - v[metric[knob]]
+        print(f"{knob:<8}{req:>8}us{r:>8.3f}us{(r-req)*1000:>8.0f}ns{(r-req)/req*100:>+8.2f}%")
+PY
+done

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the example MPI programs of examples/ for both MPI libraries:
+#   target/examples/{openmpi,mpich}/{pingpong,stencil,farm,cg,transpose}
+# C with mpicc.<mpi>, Fortran with mpifort.<mpi>, Rust with rustc linking
+# the MPI library directly (transpose.rs declares the MPI functions it uses).
+# A program is rebuilt only when its source is newer than the binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=examples
+for mpi in openmpi mpich; do
+  out="target/examples/$mpi"
+  mkdir -p "$out"
+  build() { # build NAME SOURCE COMMAND...
+    local name=$1 source=$2
+    shift 2
+    if [ ! -x "$out/$name" ] || [ "$source" -nt "$out/$name" ] || [ "$0" -nt "$out/$name" ]; then
+      "$@"
+    fi
+  }
+  for c in pingpong stencil farm; do
+    build "$c" "$src/$c.c" "mpicc.$mpi" -O2 -Wall -o "$out/$c" "$src/$c.c" -lm
+  done
+  # -fallow-argument-mismatch: MPICH's `use mpi` module is built with it and
+  # gfortran >= 10 refuses the generic buffer arguments otherwise.
+  build cg "$src/cg.f90" "mpifort.$mpi" -O2 -Wall -fallow-argument-mismatch -J "$out" -o "$out/cg" "$src/cg.f90"
+  case $mpi in
+    openmpi) libdir=$(mpicc.openmpi --showme:libdirs | awk '{print $1}'); lib=mpi ;;
+    mpich) libdir=/usr/lib/x86_64-linux-gnu; lib=mpich ;;
+  esac
+  build transpose "$src/transpose.rs" rustc -O --edition 2021 -D warnings --cfg "$mpi" \
+    --check-cfg 'cfg(openmpi, mpich)' -L "$libdir" -l "$lib" -o "$out/transpose" "$src/transpose.rs"
+done
+echo "built: target/examples/{openmpi,mpich}/{pingpong,stencil,farm,cg,transpose}" >&2
