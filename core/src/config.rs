@@ -46,8 +46,9 @@ pub struct Config {
     pub vt: VtMode,
     /// Logging to standard error.
     pub log: LogLevel,
-    /// Path of a per-run JSON summary (one file per rank: `{path}.{rank}`
-    /// unless the path contains `%r`, which is replaced by the rank).
+    /// Path of the run's JSON summary, written by rank 0 with every rank's
+    /// counters; a path containing `%r` gives one file per rank instead
+    /// (`%r` replaced by the rank).
     pub report: Option<String>,
     /// Receives whose capacity is at most this many bytes carry the
     /// piggyback by copying through a staging buffer; larger ones use a

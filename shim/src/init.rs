@@ -281,12 +281,15 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
         k.send_wait_ns.load(Ordering::Relaxed),
         k.probed.load(Ordering::Relaxed),
     ];
-    let size = usize::try_from(e.size).unwrap_or(1);
+    let per_rank = path.contains("%r");
+    let size = if per_rank { 1 } else { usize::try_from(e.size).unwrap_or(1) };
     let mut all = vec![0u64; 7 * size];
     // Gather through point-to-point on the private communicator (rank 0
     // collects); the shim's own traffic bypasses the engine.
     let mut st = Status::zeroed();
-    if e.rank == 0 {
+    if per_rank {
+        all.copy_from_slice(&mine);
+    } else if e.rank == 0 {
         all[..7].copy_from_slice(&mine);
         for r in 1..size {
             PMPI_Recv(
@@ -306,6 +309,7 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
     let mut ranks = Vec::new();
     for r in 0..size {
         let v = &all[7 * r..7 * r + 7];
+        let r = if per_rank { usize::try_from(e.rank).unwrap_or(0) } else { r };
         ranks.push(format!(
             "{{\"rank\":{r},\"sends\":{},\"recvs\":{},\"bytes_sent\":{},\"bytes_recv\":{},\"gate_wait_ns\":{},\"send_wait_ns\":{},\"probed\":{}}}",
             v[0], v[1], v[2], v[3], v[4], v[5], v[6]
@@ -313,10 +317,11 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
     }
     let c = &e.cfg;
     let json = format!(
-        "{{\n  \"tool\": \"loggp-shim\",\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5}}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
+        "{{\n  \"tool\": \"loggp-shim\",\n  \"rank\": {},\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5}}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
+        if per_rank { e.rank.to_string() } else { "null".into() },
         FLAVOUR.cli_name(),
         abi::LIB_VERSION,
-        size,
+        e.size,
         c.vt_active(),
         c.l,
         c.o_s,
@@ -329,7 +334,8 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
         e.transit.per_byte_ns,
         ranks.join(",\n    ")
     );
-    if let Err(err) = std::fs::write(path, json) {
+    let path = path.replace("%r", &e.rank.to_string());
+    if let Err(err) = std::fs::write(&path, json) {
         log::line(&format!(
             "LOGGP_REPORT={path:?}: cannot write the report: {err}"
         ));
