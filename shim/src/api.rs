@@ -1,9 +1,11 @@
 //! Every symbol the shim exports, and nothing else.
 //!
-//! Each function exists as `MPI_x`; the Open MPI build also exports `PMPI_x`,
-//! because Open MPI's Fortran bindings (mpif.h, `use mpi`, `use mpi_f08`)
-//! call `PMPI_x` directly and would otherwise bypass the shim. MPICH's
-//! Fortran bindings call `MPI_x`.
+//! Each function is exported as `MPI_x` and as `PMPI_x`: Open MPI's Fortran
+//! bindings (mpif.h, `use mpi`, `use mpi_f08`) call `PMPI_x` for
+//! everything, and MPICH's call `MPI_x` for sends and receives but `PMPI_x`
+//! for MPI_Init, Wait/Test, Start and the probes (read off `nm -D` of
+//! libmpi_mpifh.so.40 and libmpichfort.so.12). The shim's own calls go to
+//! the library through `real`, never through these names.
 //!
 //! With virtual time off (every knob zero) each wrapper is one relaxed
 //! atomic load and a call to the library's own function.
@@ -14,19 +16,6 @@ use crate::engine::{self, active, Mode};
 use crate::init;
 use crate::real;
 use std::ffi::{c_char, c_int, c_void};
-
-macro_rules! mpi_fn {
-    ($name:ident / $pname:ident ( $($a:ident : $t:ty),* ) $body:block) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($a: $t),*) -> c_int $body
-
-        #[cfg(ompi)]
-        #[no_mangle]
-        pub unsafe extern "C" fn $pname($($a: $t),*) -> c_int {
-            $name($($a),*)
-        }
-    };
-}
 
 // ------------------------------------------------------------ init / final
 

@@ -823,7 +823,11 @@ impl Engine {
             let n = HDR + usize::try_from(cap).unwrap_or(0);
             // Blocking receives reuse this thread's buffer; MPI writes it
             // and we read back only the bytes MPI reports as received.
-            let mut stage = if req.is_none() { STAGE.with(|c| c.take()) } else { Vec::new() };
+            let mut stage = if req.is_none() {
+                STAGE.with(|c| c.take())
+            } else {
+                Vec::new()
+            };
             stage.clear();
             stage.reserve(n);
             // SAFETY: capacity reserved; only received bytes are read.

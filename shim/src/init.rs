@@ -164,7 +164,13 @@ pub unsafe fn after_init(cfg: Config) {
 /// stamp and the receiver's gate, would hide under `L` and the realised `L`
 /// would fall short of the request by that much (measured: ~0.3 µs).
 /// Ranks on one host share it exactly; across hosts it is the 0–1 pair's.
-unsafe fn measure_transit(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size: c_int) -> Transit {
+unsafe fn measure_transit(
+    cfg: &Config,
+    c: &Consts,
+    comm: Comm,
+    rank: c_int,
+    size: c_int,
+) -> Transit {
     const BIG: usize = 1 << 20;
     let zero = Config {
         l: 0,
@@ -188,10 +194,28 @@ unsafe fn measure_transit(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, siz
             if rank == 0 {
                 let t0 = now();
                 probe.send(Mode::Standard, buf.as_ptr().cast(), n, c.byte, 1, 7, comm);
-                probe.recv(buf.as_mut_ptr().cast(), n, c.byte, 1, 7, comm, None, &mut st);
+                probe.recv(
+                    buf.as_mut_ptr().cast(),
+                    n,
+                    c.byte,
+                    1,
+                    7,
+                    comm,
+                    None,
+                    &mut st,
+                );
                 best = best.min((now() - t0) as f64 / 2.0);
             } else if rank == 1 {
-                probe.recv(buf.as_mut_ptr().cast(), n, c.byte, 0, 7, comm, None, &mut st);
+                probe.recv(
+                    buf.as_mut_ptr().cast(),
+                    n,
+                    c.byte,
+                    0,
+                    7,
+                    comm,
+                    None,
+                    &mut st,
+                );
                 probe.send(Mode::Standard, buf.as_ptr().cast(), n, c.byte, 0, 7, comm);
             }
         }
@@ -205,7 +229,13 @@ unsafe fn measure_transit(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, siz
 /// yield the processor instead of spinning (as Open MPI does).
 unsafe fn oversubscribed(c: &Consts) -> bool {
     let mut local = c.comm_null;
-    PMPI_Comm_split_type(c.comm_world, abi::COMM_TYPE_SHARED, 0, c.info_null, &mut local);
+    PMPI_Comm_split_type(
+        c.comm_world,
+        abi::COMM_TYPE_SHARED,
+        0,
+        c.info_null,
+        &mut local,
+    );
     let mut n: c_int = 1;
     PMPI_Comm_size(local, &mut n);
     PMPI_Comm_free(&mut local);
@@ -282,7 +312,11 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
         k.probed.load(Ordering::Relaxed),
     ];
     let per_rank = path.contains("%r");
-    let size = if per_rank { 1 } else { usize::try_from(e.size).unwrap_or(1) };
+    let size = if per_rank {
+        1
+    } else {
+        usize::try_from(e.size).unwrap_or(1)
+    };
     let mut all = vec![0u64; 7 * size];
     // Gather through point-to-point on the private communicator (rank 0
     // collects); the shim's own traffic bypasses the engine.
@@ -309,7 +343,11 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
     let mut ranks = Vec::new();
     for r in 0..size {
         let v = &all[7 * r..7 * r + 7];
-        let r = if per_rank { usize::try_from(e.rank).unwrap_or(0) } else { r };
+        let r = if per_rank {
+            usize::try_from(e.rank).unwrap_or(0)
+        } else {
+            r
+        };
         ranks.push(format!(
             "{{\"rank\":{r},\"sends\":{},\"recvs\":{},\"bytes_sent\":{},\"bytes_recv\":{},\"gate_wait_ns\":{},\"send_wait_ns\":{},\"probed\":{}}}",
             v[0], v[1], v[2], v[3], v[4], v[5], v[6]

@@ -9,6 +9,20 @@
 //!
 //! The rules of time live in `loggp_core` (pure, unit-tested).
 
+/// Defines an exported MPI function under both its `MPI_` and `PMPI_`
+/// names (see `api`).
+macro_rules! mpi_fn {
+    ($name:ident / $pname:ident ( $($a:ident : $t:ty),* $(,)? ) $body:block) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($a: $t),*) -> c_int $body
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($a: $t),*) -> c_int {
+            $name($($a),*)
+        }
+    };
+}
+
 mod abi;
 pub mod api;
 mod clock;

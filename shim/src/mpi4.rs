@@ -31,15 +31,14 @@ fn small(n: Count) -> Option<c_int> {
 
 macro_rules! send_c {
     ($name:ident, $real:ident, $mode:expr) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
+        mpi_fn!($name / $real (
             buf: *const c_void,
             count: Count,
             dt: Datatype,
             dest: c_int,
             tag: c_int,
             comm: Comm,
-        ) -> c_int {
+        ) {
             if !active() || dest == abi::PROC_NULL {
                 return real::$real(buf, count, dt, dest, tag, comm);
             }
@@ -47,7 +46,7 @@ macro_rules! send_c {
                 Some(n) => engine::get().send($mode, buf, n, dt, dest, tag, comm),
                 None => refuse(concat!(stringify!($name), " with a count above 2^31-1")),
             }
-        }
+        });
     };
 }
 send_c!(MPI_Send_c, PMPI_Send_c, Mode::Standard);
@@ -57,8 +56,7 @@ send_c!(MPI_Rsend_c, PMPI_Rsend_c, Mode::Ready);
 
 macro_rules! isend_c {
     ($name:ident, $real:ident, $mode:expr, $method:ident) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(
+        mpi_fn!($name / $real (
             buf: *const c_void,
             count: Count,
             dt: Datatype,
@@ -66,7 +64,7 @@ macro_rules! isend_c {
             tag: c_int,
             comm: Comm,
             req: *mut Request,
-        ) -> c_int {
+        ) {
             if !active() || dest == abi::PROC_NULL {
                 return real::$real(buf, count, dt, dest, tag, comm, req);
             }
@@ -74,7 +72,7 @@ macro_rules! isend_c {
                 Some(n) => engine::get().$method($mode, buf, n, dt, dest, tag, comm, req),
                 None => refuse(concat!(stringify!($name), " with a count above 2^31-1")),
             }
-        }
+        });
     };
 }
 isend_c!(MPI_Isend_c, PMPI_Isend_c, Mode::Standard, isend);
@@ -96,16 +94,13 @@ isend_c!(
 );
 isend_c!(MPI_Rsend_init_c, PMPI_Rsend_init_c, Mode::Ready, send_init);
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Recv_c(
-    buf: *mut c_void,
+mpi_fn!(MPI_Recv_c / PMPI_Recv_c (buf: *mut c_void,
     count: Count,
     dt: Datatype,
     src: c_int,
     tag: c_int,
     comm: Comm,
-    st: *mut Status,
-) -> c_int {
+    st: *mut Status,) {
     if !active() || src == abi::PROC_NULL {
         return real::PMPI_Recv_c(buf, count, dt, src, tag, comm, st);
     }
@@ -113,18 +108,15 @@ pub unsafe extern "C" fn MPI_Recv_c(
         Some(n) => engine::get().recv(buf, n, dt, src, tag, comm, None, st),
         None => refuse("MPI_Recv_c with a count above 2^31-1"),
     }
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Irecv_c(
-    buf: *mut c_void,
+mpi_fn!(MPI_Irecv_c / PMPI_Irecv_c (buf: *mut c_void,
     count: Count,
     dt: Datatype,
     src: c_int,
     tag: c_int,
     comm: Comm,
-    req: *mut Request,
-) -> c_int {
+    req: *mut Request,) {
     if !active() || src == abi::PROC_NULL {
         return real::PMPI_Irecv_c(buf, count, dt, src, tag, comm, req);
     }
@@ -132,18 +124,15 @@ pub unsafe extern "C" fn MPI_Irecv_c(
         Some(n) => engine::get().recv(buf, n, dt, src, tag, comm, Some(req), std::ptr::null_mut()),
         None => refuse("MPI_Irecv_c with a count above 2^31-1"),
     }
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Recv_init_c(
-    buf: *mut c_void,
+mpi_fn!(MPI_Recv_init_c / PMPI_Recv_init_c (buf: *mut c_void,
     count: Count,
     dt: Datatype,
     src: c_int,
     tag: c_int,
     comm: Comm,
-    req: *mut Request,
-) -> c_int {
+    req: *mut Request,) {
     if !active() || src == abi::PROC_NULL {
         return real::PMPI_Recv_init_c(buf, count, dt, src, tag, comm, req);
     }
@@ -151,11 +140,9 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
         Some(n) => engine::get().recv_init(buf, n, dt, src, tag, comm, req),
         None => refuse("MPI_Recv_init_c with a count above 2^31-1"),
     }
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv_c(
-    sbuf: *const c_void,
+mpi_fn!(MPI_Sendrecv_c / PMPI_Sendrecv_c (sbuf: *const c_void,
     scount: Count,
     sdt: Datatype,
     dest: c_int,
@@ -166,8 +153,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_c(
     src: c_int,
     rtag: c_int,
     comm: Comm,
-    st: *mut Status,
-) -> c_int {
+    st: *mut Status,) {
     if !active() || (dest == abi::PROC_NULL && src == abi::PROC_NULL) {
         return real::PMPI_Sendrecv_c(
             sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, st,
@@ -179,11 +165,9 @@ pub unsafe extern "C" fn MPI_Sendrecv_c(
         }
         _ => refuse("MPI_Sendrecv_c with a count above 2^31-1"),
     }
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
-    buf: *mut c_void,
+mpi_fn!(MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c (buf: *mut c_void,
     count: Count,
     dt: Datatype,
     dest: c_int,
@@ -191,8 +175,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
     src: c_int,
     rtag: c_int,
     comm: Comm,
-    st: *mut Status,
-) -> c_int {
+    st: *mut Status,) {
     if !active() || (dest == abi::PROC_NULL && src == abi::PROC_NULL) {
         return real::PMPI_Sendrecv_replace_c(buf, count, dt, dest, stag, src, rtag, comm, st);
     }
@@ -200,16 +183,13 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace_c(
         Some(n) => engine::get().sendrecv_replace(buf, n, dt, dest, stag, src, rtag, comm, st),
         None => refuse("MPI_Sendrecv_replace_c with a count above 2^31-1"),
     }
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Mrecv_c(
-    buf: *mut c_void,
+mpi_fn!(MPI_Mrecv_c / PMPI_Mrecv_c (buf: *mut c_void,
     count: Count,
     dt: Datatype,
     msg: *mut Message,
-    st: *mut Status,
-) -> c_int {
+    st: *mut Status,) {
     if active() {
         let Some(n) = small(count) else {
             return refuse("MPI_Mrecv_c with a count above 2^31-1");
@@ -219,16 +199,13 @@ pub unsafe extern "C" fn MPI_Mrecv_c(
         }
     }
     real::PMPI_Mrecv_c(buf, count, dt, msg, st)
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Imrecv_c(
-    buf: *mut c_void,
+mpi_fn!(MPI_Imrecv_c / PMPI_Imrecv_c (buf: *mut c_void,
     count: Count,
     dt: Datatype,
     msg: *mut Message,
-    req: *mut Request,
-) -> c_int {
+    req: *mut Request,) {
     if active() {
         let Some(n) = small(count) else {
             return refuse("MPI_Imrecv_c with a count above 2^31-1");
@@ -238,11 +215,9 @@ pub unsafe extern "C" fn MPI_Imrecv_c(
         }
     }
     real::PMPI_Imrecv_c(buf, count, dt, msg, req)
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isendrecv(
-    sbuf: *const c_void,
+mpi_fn!(MPI_Isendrecv / PMPI_Isendrecv (sbuf: *const c_void,
     scount: c_int,
     sdt: Datatype,
     dest: c_int,
@@ -253,19 +228,16 @@ pub unsafe extern "C" fn MPI_Isendrecv(
     src: c_int,
     rtag: c_int,
     comm: Comm,
-    req: *mut Request,
-) -> c_int {
+    req: *mut Request,) {
     if !active() {
         return real::PMPI_Isendrecv(
             sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, req,
         );
     }
     refuse("MPI_Isendrecv")
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isendrecv_c(
-    sbuf: *const c_void,
+mpi_fn!(MPI_Isendrecv_c / PMPI_Isendrecv_c (sbuf: *const c_void,
     scount: Count,
     sdt: Datatype,
     dest: c_int,
@@ -276,19 +248,16 @@ pub unsafe extern "C" fn MPI_Isendrecv_c(
     src: c_int,
     rtag: c_int,
     comm: Comm,
-    req: *mut Request,
-) -> c_int {
+    req: *mut Request,) {
     if !active() {
         return real::PMPI_Isendrecv_c(
             sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, req,
         );
     }
     refuse("MPI_Isendrecv_c")
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isendrecv_replace(
-    buf: *mut c_void,
+mpi_fn!(MPI_Isendrecv_replace / PMPI_Isendrecv_replace (buf: *mut c_void,
     count: c_int,
     dt: Datatype,
     dest: c_int,
@@ -296,17 +265,14 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace(
     src: c_int,
     rtag: c_int,
     comm: Comm,
-    req: *mut Request,
-) -> c_int {
+    req: *mut Request,) {
     if !active() {
         return real::PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req);
     }
     refuse("MPI_Isendrecv_replace")
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
-    buf: *mut c_void,
+mpi_fn!(MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c (buf: *mut c_void,
     count: Count,
     dt: Datatype,
     dest: c_int,
@@ -314,17 +280,14 @@ pub unsafe extern "C" fn MPI_Isendrecv_replace_c(
     src: c_int,
     rtag: c_int,
     comm: Comm,
-    req: *mut Request,
-) -> c_int {
+    req: *mut Request,) {
     if !active() {
         return real::PMPI_Isendrecv_replace_c(buf, count, dt, dest, stag, src, rtag, comm, req);
     }
     refuse("MPI_Isendrecv_replace_c")
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Psend_init(
-    buf: *const c_void,
+mpi_fn!(MPI_Psend_init / PMPI_Psend_init (buf: *const c_void,
     partitions: c_int,
     count: Count,
     dt: Datatype,
@@ -332,17 +295,14 @@ pub unsafe extern "C" fn MPI_Psend_init(
     tag: c_int,
     comm: Comm,
     info: Handle,
-    req: *mut Request,
-) -> c_int {
+    req: *mut Request,) {
     if !active() {
         return real::PMPI_Psend_init(buf, partitions, count, dt, dest, tag, comm, info, req);
     }
     refuse("MPI_Psend_init (partitioned communication)")
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Precv_init(
-    buf: *mut c_void,
+mpi_fn!(MPI_Precv_init / PMPI_Precv_init (buf: *mut c_void,
     partitions: c_int,
     count: Count,
     dt: Datatype,
@@ -350,18 +310,16 @@ pub unsafe extern "C" fn MPI_Precv_init(
     tag: c_int,
     comm: Comm,
     info: Handle,
-    req: *mut Request,
-) -> c_int {
+    req: *mut Request,) {
     if !active() {
         return real::PMPI_Precv_init(buf, partitions, count, dt, src, tag, comm, info, req);
     }
     refuse("MPI_Precv_init (partitioned communication)")
-}
+});
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_detach_c(buf: *mut c_void, size: *mut Count) -> c_int {
+mpi_fn!(MPI_Buffer_detach_c / PMPI_Buffer_detach_c (buf: *mut c_void, size: *mut Count) {
     if active() {
         engine::get().flush_bsends();
     }
     real::PMPI_Buffer_detach_c(buf, size)
-}
+});
