@@ -49,19 +49,27 @@ pub type Errhandler = Handle;
 pub type Aint = isize;
 pub type Count = i64;
 
-/// `MPI_Status`, opaque but for its three public fields.
+/// `MPI_Status`, opaque but for its three public fields. Exactly the C
+/// type's size and alignment: arrays of statuses are indexed with it.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Status {
-    words: [u64; STATUS_SIZE.div_ceil(8)],
+    words: [StatusWord; STATUS_SIZE / std::mem::size_of::<StatusWord>()],
 }
 
-const _: () = assert!(STATUS_ALIGN <= 8);
+/// Open MPI's status holds a size_t (align 8); MPICH's is five ints.
+#[cfg(ompi)]
+type StatusWord = u64;
+#[cfg(mpich)]
+type StatusWord = u32;
+
+const _: () = assert!(std::mem::size_of::<Status>() == STATUS_SIZE);
+const _: () = assert!(std::mem::align_of::<Status>() == STATUS_ALIGN);
 
 impl Status {
     pub const fn zeroed() -> Status {
         Status {
-            words: [0; STATUS_SIZE.div_ceil(8)],
+            words: [0; STATUS_SIZE / std::mem::size_of::<StatusWord>()],
         }
     }
     fn field(&self, off: usize) -> c_int {

@@ -277,6 +277,17 @@ thread_local! {
     static STAGE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// True when `rc` is an error of class MPI_ERR_TRUNCATE (MPICH returns
+/// codes that carry the class in their low bits).
+unsafe fn is_truncation(rc: c_int) -> bool {
+    if rc == abi::SUCCESS {
+        return false;
+    }
+    let mut class: c_int = rc;
+    PMPI_Error_class(rc, &mut class);
+    class == abi::ERR_TRUNCATE
+}
+
 fn as_int(n: usize) -> c_int {
     c_int::try_from(n).unwrap_or(c_int::MAX)
 }
@@ -877,10 +888,10 @@ impl Engine {
                 rc
             }
             None => {
-                if rc != abi::SUCCESS && rc != abi::ERR_TRUNCATE {
+                if rc != abi::SUCCESS && !is_truncation(rc) {
                     return rc;
                 }
-                let rc2 = self.finish_recv(&mut wire, &mut st_local, true);
+                let rc2 = self.finish_recv(&mut wire, &mut st_local, true, rc);
                 if rc == abi::SUCCESS {
                     rc = rc2;
                 }
@@ -897,7 +908,13 @@ impl Engine {
 
     /// Reads the header of a completed receive, applies the delivery gate
     /// (waiting when `block`), unpacks a staged payload, fixes the count.
-    unsafe fn finish_recv(&self, wire: &mut Wire, st: &mut Status, block: bool) -> c_int {
+    unsafe fn finish_recv(
+        &self,
+        wire: &mut Wire,
+        st: &mut Status,
+        block: bool,
+        rc: c_int,
+    ) -> c_int {
         let mut cancelled: c_int = 0;
         PMPI_Test_cancelled(st, &mut cancelled);
         if cancelled != 0 || st.source() == abi::PROC_NULL {
@@ -911,6 +928,12 @@ impl Engine {
             Wire::Struct { hdr } => **hdr,
         };
         if got < HDR || hdr.magic != MAGIC {
+            if is_truncation(rc) {
+                // MPI may drop a truncated message's bytes (MPICH does for
+                // large ones): no header to read, nothing to deliver.
+                PMPI_Status_set_elements_x(st, self.c.byte, got.saturating_sub(HDR) as i64);
+                return rc;
+            }
             self.escaped(st);
         }
         let payload = (got - HDR) as u64;
@@ -925,13 +948,10 @@ impl Engine {
         } = wire
         {
             if !*unpacked {
-                self.unpack(
-                    &stage[HDR..HDR + payload as usize],
-                    *buf,
-                    *count,
-                    *dt,
-                    *comm,
-                );
+                // On truncation MPI reports the incoming size, which can
+                // exceed what landed in the stage: unpack only what landed.
+                let landed = stage.len().min(got);
+                self.unpack(&stage[HDR..landed], *buf, *count, *dt, *comm);
                 *unpacked = true;
             }
         }
@@ -1364,7 +1384,7 @@ impl Engine {
 
     /// Finishes a tracked request that MPI has completed (status `st`):
     /// waits for its emulated completion when `block`, then delivers.
-    unsafe fn finish(&self, p: &mut Pending, st: &mut Status, block: bool) -> c_int {
+    unsafe fn finish(&self, p: &mut Pending, st: &mut Status, block: bool, rc: c_int) -> c_int {
         match p {
             Pending::Send { complete_at, .. } | Pending::PSend { complete_at, .. } => {
                 if block {
@@ -1373,12 +1393,12 @@ impl Engine {
                 abi::SUCCESS
             }
             Pending::PBsend { .. } => abi::SUCCESS,
-            Pending::Recv(wire) => self.finish_recv(wire, st, block),
+            Pending::Recv(wire) => self.finish_recv(wire, st, block, rc),
             Pending::PRecv { hdr, .. } => {
                 let mut w = Wire::Struct {
                     hdr: Box::new(**hdr),
                 };
-                self.finish_recv(&mut w, st, block)
+                self.finish_recv(&mut w, st, block, rc)
             }
             Pending::FromStash {
                 msg,
@@ -1457,7 +1477,7 @@ impl Engine {
                 **hdr = **live;
             }
         }
-        let rc2 = self.finish(&mut p, &mut st, true);
+        let rc2 = self.finish(&mut p, &mut st, true, rc);
         if !abi::status_ignored(status) {
             st.copy_to(status);
         }
@@ -1480,7 +1500,7 @@ impl Engine {
                         **hdr = **live;
                     }
                 }
-                let rc2 = self.finish(&mut p, st, true);
+                let rc2 = self.finish(&mut p, st, true, rc);
                 if ok(rc) {
                     rc2
                 } else {
@@ -1602,7 +1622,8 @@ impl Engine {
         } = wire
         {
             if !*unpacked {
-                self.unpack(&stage[HDR..HDR + payload], *buf, *count, *dt, *comm);
+                let landed = stage.len().min(HDR + payload);
+                self.unpack(&stage[HDR..landed], *buf, *count, *dt, *comm);
                 *unpacked = true;
             }
         }

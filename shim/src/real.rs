@@ -60,6 +60,7 @@ reals! {
     fn PMPI_Comm_free(comm: *mut Comm);
     fn PMPI_Comm_split_type(comm: Comm, split_type: c_int, key: c_int, info: Handle, new: *mut Comm);
     fn PMPI_Comm_call_errhandler(comm: Comm, code: c_int);
+    fn PMPI_Error_class(code: c_int, class: *mut c_int);
     fn PMPI_Allreduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm);
     fn PMPI_Bcast(buf: *mut c_void, count: c_int, dt: Datatype, root: c_int, comm: Comm);
     fn PMPI_Barrier(comm: Comm);
