@@ -29,6 +29,14 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
     v.is_finite().then_some((v, unit.trim()))
 }
 
+/// Rounds a non-negative number of nanoseconds to an integer. Rust's
+/// float-to-int `as` saturates (negative and NaN give 0, huge values
+/// u64::MAX), which is the behaviour wanted for times.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+pub fn round_ns(x: f64) -> u64 {
+    x.round() as u64
+}
+
 /// Parses a non-negative duration and returns nanoseconds (rounded to the
 /// nearest ns). A bare `0` is accepted without a unit; any other number needs
 /// one, because a silent default unit corrupts an experiment.
@@ -43,7 +51,7 @@ pub fn parse_time_ns(s: &str) -> Option<u64> {
         _ => return None,
     };
     let ns = v * scale;
-    (ns < 1.0e18).then(|| ns.round() as u64)
+    (ns < 1.0e18).then(|| round_ns(ns))
 }
 
 /// Parses G, the time per byte, from either a bandwidth (`2GB/s`) or a time

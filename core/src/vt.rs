@@ -15,6 +15,7 @@
 //! Every time here is nanoseconds on one monotonic clock, passed in.
 
 use crate::config::Config;
+use crate::units::round_ns;
 use std::collections::VecDeque;
 
 /// Native transit model `L_native(s) = base + s · per_byte`, learned or
@@ -106,7 +107,7 @@ impl SendSide {
             self.pending.pop_front();
         }
         let d = ready.max(self.link_free);
-        let wire = (bytes_after_first(bytes) * self.g_big).round() as u64;
+        let wire = round_ns(bytes_after_first(bytes) * self.g_big);
         self.link_free = d + self.g_s + wire;
         if d > ready {
             self.pending.push_back(d);
@@ -149,7 +150,7 @@ impl RecvGate {
     pub fn arrival(&self, d: u64, bytes: u64) -> u64 {
         let extra_g = (self.g_big - self.transit.per_byte_ns).max(0.0);
         let t = self.transit.of(bytes) + self.l as f64 + bytes_after_first(bytes) * extra_g;
-        d + t.round() as u64
+        d + round_ns(t)
     }
 
     /// Earliest time at which the message may be delivered: `max(a, previous

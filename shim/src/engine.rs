@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub const HDR: usize = 16;
+const HDR_INT: c_int = 16;
 const MAGIC: u32 = 0x4C47_5021; // "LGP!"
 
 /// The piggyback.
@@ -104,6 +105,9 @@ enum Poll {
     Ready,
 }
 
+/// What a probe found: the status to report and, when taken, the message.
+type Probed = (Status, Option<Box<Stashed>>);
+
 /// Shim state attached to an MPI request.
 enum Pending {
     /// Nonblocking send: keeps the staging buffer or header alive.
@@ -171,7 +175,9 @@ struct State {
     send: SendSide,
     gate: RecvGate,
     reqs: HashMap<usize, Pending>,
-    /// Probed messages in the order they were taken off the network.
+    /// Probed messages in the order they were taken off the network. Boxed:
+    /// a message handed out by Improbe is named by its box's address.
+    #[allow(clippy::vec_box)]
     stash: Vec<Box<Stashed>>,
     /// Probed messages handed to the application as MPI_Message handles.
     messages: HashMap<usize, Box<Stashed>>,
@@ -366,11 +372,11 @@ impl Engine {
         if let Some(n) = contiguous_bytes(dt, count) {
             v.clear();
             v.reserve(HDR + n);
-            // SAFETY: capacity reserved; every byte is written below.
-            v.set_len(HDR + n);
-            hdr.write_to(v.as_mut_ptr());
+            let mut h = [0u8; HDR];
+            hdr.write_to(h.as_mut_ptr());
+            v.extend_from_slice(&h);
             if n > 0 {
-                std::ptr::copy_nonoverlapping(buf.cast::<u8>(), v.as_mut_ptr().add(HDR), n);
+                v.extend_from_slice(std::slice::from_raw_parts(buf.cast::<u8>(), n));
             }
             return Ok(());
         }
@@ -413,7 +419,7 @@ impl Engine {
         let mut a1: abi::Aint = 0;
         PMPI_Get_address(hdr.cast(), &mut a0);
         PMPI_Get_address(buf, &mut a1);
-        let lens = [HDR as c_int, count];
+        let lens = [HDR_INT, count];
         let disps = [a0, a1];
         let types = [self.c.byte, dt];
         let mut t: Datatype = self.c.byte;
@@ -826,7 +832,7 @@ impl Engine {
             };
             if let Some(m) = taken {
                 self.stash_len.fetch_sub(1, Ordering::Relaxed);
-                return self.from_stash(m, buf, count, dt, req, status);
+                return self.deliver_from_stash(m, buf, count, dt, req, status);
             }
         }
         let cap = type_size(dt) * u64::try_from(count).unwrap_or(0);
@@ -841,7 +847,10 @@ impl Engine {
             };
             stage.clear();
             stage.reserve(n);
-            // SAFETY: capacity reserved; only received bytes are read.
+            // SAFETY: capacity reserved. MPI writes the received bytes and
+            // only those (up to the count MPI reports) are ever read; not
+            // zero-filling saves a memset of up to LOGGP_INLINE_MAX bytes.
+            #[allow(clippy::uninit_vec)]
             stage.set_len(n);
             Wire::Staged {
                 stage,
@@ -1024,7 +1033,7 @@ impl Engine {
     }
 
     /// Delivers a stashed message to a receive.
-    unsafe fn from_stash(
+    unsafe fn deliver_from_stash(
         &self,
         m: Box<Stashed>,
         buf: *mut c_void,
@@ -1181,7 +1190,7 @@ impl Engine {
         tag: c_int,
         comm: Comm,
         take: bool,
-    ) -> Result<Option<(Status, Option<Box<Stashed>>)>, c_int> {
+    ) -> Result<Option<Probed>, c_int> {
         if src == abi::PROC_NULL {
             return Ok(None);
         }
@@ -1336,7 +1345,7 @@ impl Engine {
     ) -> Option<c_int> {
         let m = self.lock().messages.remove(&key(*msg))?;
         *msg = self.c.message_null;
-        Some(self.from_stash(m, buf, count, dt, req, status))
+        Some(self.deliver_from_stash(m, buf, count, dt, req, status))
     }
 
     // --------------------------------------------------------- completion
@@ -1835,6 +1844,7 @@ impl Engine {
         let mut out = 0usize;
         let mut any_active = false;
         let mut rc_all = abi::SUCCESS;
+        #[allow(clippy::needless_range_loop)] // rs[i] is rewritten inside.
         for i in 0..rs.len() {
             let r = rs[i];
             if r == self.c.request_null {
