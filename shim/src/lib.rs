@@ -26,6 +26,7 @@ macro_rules! mpi_fn {
 mod abi;
 pub mod api;
 mod clock;
+mod coll;
 mod engine;
 mod init;
 mod log;

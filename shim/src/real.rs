@@ -148,3 +148,6 @@ reals! {
     fn PMPI_Precv_init(buf: *mut c_void, partitions: c_int, count: Count, dt: Datatype, src: c_int, tag: c_int, comm: Comm, info: Handle, req: *mut Request);
     fn PMPI_Buffer_detach_c(buf: *mut c_void, size: *mut Count);
 }
+
+// ---------------------------------------------------------------------------
+// Functions used by the collectives (shim/src/coll/); that work appends here.
