@@ -185,19 +185,22 @@ struct State {
     next_message: usize,
     /// Buffered sends in flight (our own buffering; see `bsend`).
     bsends: Vec<(Request, Vec<u8>)>,
+    /// Counters for the report, kept under the lock the hot path already
+    /// takes (no extra atomics per message).
+    sends: u64,
+    recvs: u64,
+    bytes_sent: u64,
+    bytes_recv: u64,
 }
 
 // SAFETY: request handles are plain values MPI lets any thread use; the
 // state is only touched under its mutex.
 unsafe impl Send for State {}
 
-/// Counters for the report.
+/// Counters for the report (rare events; per-message counts live in
+/// `State`).
 #[derive(Default)]
 pub struct Counters {
-    pub sends: AtomicU64,
-    pub recvs: AtomicU64,
-    pub bytes_sent: AtomicU64,
-    pub bytes_recv: AtomicU64,
     /// Time spent holding deliveries for virtual arrival / g_r, ns.
     pub gate_wait_ns: AtomicU64,
     /// Time spent waiting for departure (queue full, blocking completion), ns.
@@ -309,6 +312,10 @@ impl Engine {
                 messages: HashMap::new(),
                 next_message: 1,
                 bsends: Vec::new(),
+                sends: 0,
+                recvs: 0,
+                bytes_sent: 0,
+                bytes_recv: 0,
             }),
             stash_len: AtomicUsize::new(0),
             cfg,
@@ -333,15 +340,18 @@ impl Engine {
             spin_for(self.cfg.o_s);
         }
         let t = now();
-        let dep = self.lock().send.depart(t, bytes);
+        let dep = {
+            let mut st = self.lock();
+            st.sends += 1;
+            st.bytes_sent += bytes;
+            st.send.depart(t, bytes)
+        };
         if dep.ready > t {
             wait_until(dep.ready);
             self.counters
                 .send_wait_ns
                 .fetch_add(dep.ready - t, Ordering::Relaxed);
         }
-        self.counters.sends.fetch_add(1, Ordering::Relaxed);
-        self.counters.bytes_sent.fetch_add(bytes, Ordering::Relaxed);
         dep
     }
 
@@ -479,7 +489,9 @@ impl Engine {
                 Err(rc) => rc,
             }
         };
-        self.hold_until(dep.complete_at);
+        if dep.complete_at > dep.ready {
+            self.hold_until(dep.complete_at);
+        }
         rc
     }
 
@@ -965,10 +977,6 @@ impl Engine {
             }
         }
         PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
-        self.counters.recvs.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .bytes_recv
-            .fetch_add(payload, Ordering::Relaxed);
         abi::SUCCESS
     }
 
@@ -991,17 +999,21 @@ impl Engine {
     /// delivery and spends o_r.
     fn gate(&self, d: u64, payload: u64, block: bool) {
         let t = now();
-        let ready = self.lock().gate.ready_at(d, payload);
-        let r = if ready > t && block {
+        let mut st = self.lock();
+        st.recvs += 1;
+        st.bytes_recv += payload;
+        let ready = st.gate.ready_at(d, payload);
+        if ready > t && block {
+            drop(st);
             wait_until(ready);
             self.counters
                 .gate_wait_ns
                 .fetch_add(ready - t, Ordering::Relaxed);
-            ready
+            self.lock().gate.delivered(ready);
         } else {
-            t.max(ready)
-        };
-        self.lock().gate.delivered(r);
+            st.gate.delivered(t.max(ready));
+            drop(st);
+        }
         if self.cfg.o_r > 0 {
             spin_for(self.cfg.o_r);
         }
@@ -1086,10 +1098,6 @@ impl Engine {
         st.set_source(m.source);
         st.set_tag(m.tag);
         PMPI_Status_set_elements_x(st, self.c.byte, n as i64);
-        self.counters.recvs.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .bytes_recv
-            .fetch_add(n as u64, Ordering::Relaxed);
         if truncated {
             st.set_error(abi::ERR_TRUNCATE);
             PMPI_Comm_call_errhandler(m.comm_h, abi::ERR_TRUNCATE);
@@ -1940,6 +1948,13 @@ impl Engine {
         let (c, rc) = self.some_pass(rs, idx, statuses);
         *outcount = c;
         rc
+    }
+
+    /// Messages and bytes sent and delivered so far:
+    /// `[sends, recvs, bytes_sent, bytes_recv]`.
+    pub fn totals(&self) -> [u64; 4] {
+        let st = self.lock();
+        [st.sends, st.recvs, st.bytes_sent, st.bytes_recv]
     }
 
     pub unsafe fn request_free(&self, req: *mut Request) -> c_int {

@@ -151,3 +151,22 @@ reals! {
 
 // ---------------------------------------------------------------------------
 // Functions used by the collectives (shim/src/coll/); that work appends here.
+reals! {
+    fn PMPI_Comm_test_inter(comm: Comm, flag: *mut c_int);
+    fn PMPI_Comm_disconnect(comm: *mut Comm);
+    fn PMPI_Op_commutative(op: Op, commute: *mut c_int);
+    fn PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, dt: Datatype, op: Op);
+    fn PMPI_Reduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, root: c_int, comm: Comm);
+    fn PMPI_Gather(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm);
+    fn PMPI_Scatter(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm);
+    fn PMPI_Allgather(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm);
+    fn PMPI_Alltoall(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm);
+    fn PMPI_Gatherv(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, root: c_int, comm: Comm);
+    fn PMPI_Scatterv(sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm);
+    fn PMPI_Allgatherv(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, comm: Comm);
+    fn PMPI_Alltoallv(sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Datatype, comm: Comm);
+    fn PMPI_Reduce_scatter_block(sbuf: *const c_void, rbuf: *mut c_void, rcount: c_int, dt: Datatype, op: Op, comm: Comm);
+    fn PMPI_Reduce_scatter(sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Datatype, op: Op, comm: Comm);
+    fn PMPI_Scan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm);
+    fn PMPI_Exscan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm);
+}

@@ -1,0 +1,958 @@
+//! The algorithms (Pješivac-Grbović et al. §4), over the engine's perturbed
+//! point-to-point on the private communicator.
+//!
+//! Reductions apply operands in rank order, x0 op x1 op … op x(P−1), with
+//! only the association changed (MPI-3.1 §5.9.1 allows that for every
+//! operation, commutative or not): so integer results and MAX/MIN are
+//! bit-identical to the native library's, and floating-point sums and
+//! products can differ from it in the last bits, as between two MPI
+//! libraries (each associates in its own way).
+
+use super::cfg::{Alg, Choice};
+use super::ctx::{chk, commutative, count, reduce_local, Ctx, Tmp, Ty, R};
+use crate::abi::{self, Datatype, Op, Request};
+use crate::real;
+use std::ffi::{c_int, c_void};
+
+fn in_place(p: *const c_void) -> bool {
+    p as usize == abi::IN_PLACE
+}
+
+fn lowbit(v: usize) -> usize {
+    v & v.wrapping_neg()
+}
+
+/// A virtual topology over virtual ranks 0..p (0 is the root).
+struct Tree {
+    parent: Option<usize>,
+    /// In increasing order; for the binomial, chain and flat trees the
+    /// subtree of child i is [child_i, child_i+1), contiguous after the
+    /// node itself (what rank-ordered reductions need).
+    children: Vec<usize>,
+}
+
+fn tree(alg: Alg, vr: usize, p: usize) -> Tree {
+    match alg {
+        Alg::Linear => Tree {
+            parent: (vr != 0).then_some(0),
+            children: if vr == 0 { (1..p).collect() } else { Vec::new() },
+        },
+        Alg::Pipeline => Tree {
+            parent: vr.checked_sub(1),
+            children: (vr + 1 < p).then_some(vr + 1).into_iter().collect(),
+        },
+        Alg::Binary => Tree {
+            parent: (vr != 0).then(|| (vr - 1) / 2),
+            children: [2 * vr + 1, 2 * vr + 2]
+                .into_iter()
+                .filter(|&c| c < p)
+                .collect(),
+        },
+        // Binomial: the parent clears the lowest set bit; the subtree of
+        // vr is [vr, vr + lowbit(vr)).
+        _ => {
+            let lim = if vr == 0 { p } else { lowbit(vr) };
+            let mut children = Vec::new();
+            let mut m = 1;
+            while m < lim && vr + m < p {
+                children.push(vr + m);
+                m <<= 1;
+            }
+            Tree {
+                parent: (vr != 0).then(|| vr & (vr - 1)),
+                children,
+            }
+        }
+    }
+}
+
+/// End (exclusive) of the binomial subtree of `vr`.
+fn subtree_end(vr: usize, p: usize) -> usize {
+    if vr == 0 {
+        p
+    } else {
+        (vr + lowbit(vr)).min(p)
+    }
+}
+
+/// Elements per segment: `seg` bytes of `t`, at least one element.
+fn seg_elems(seg: u64, t: &Ty, n: usize) -> usize {
+    if seg == 0 || t.size == 0 {
+        return n.max(1);
+    }
+    (usize::try_from(seg).unwrap_or(usize::MAX) / t.size).max(1)
+}
+
+fn segments(n: usize, es: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..n).step_by(es.max(1)).map(move |s| (s, es.min(n - s)))
+}
+
+// ------------------------------------------------------------------ Barrier
+
+pub unsafe fn barrier(c: &Ctx, alg: Alg) -> R {
+    let (p, r) = (c.p(), c.r());
+    let byte = c.e.c.byte;
+    let z: *mut c_void = [0u8; 1].as_mut_ptr().cast();
+    if p < 2 {
+        return Ok(());
+    }
+    match alg {
+        Alg::Linear => {
+            let mut reqs = Vec::new();
+            if r == 0 {
+                for i in 1..p {
+                    c.irecv(z, 0, byte, i, &mut reqs)?;
+                }
+                c.waitall(&mut reqs)?;
+                for i in 1..p {
+                    c.isend(z, 0, byte, i, &mut reqs)?;
+                }
+                c.waitall(&mut reqs)
+            } else {
+                c.send(z, 0, byte, 0)?;
+                c.recv(z, 0, byte, 0)
+            }
+        }
+        Alg::Ring => {
+            // Double ring: a token from rank 0 goes around twice.
+            for _ in 0..2 {
+                if r == 0 {
+                    c.send(z, 0, byte, 1)?;
+                    c.recv(z, 0, byte, p - 1)?;
+                } else {
+                    c.recv(z, 0, byte, r - 1)?;
+                    c.send(z, 0, byte, (r + 1) % p)?;
+                }
+            }
+            Ok(())
+        }
+        Alg::RecursiveDoubling => {
+            let pof2 = 1usize << (usize::BITS - 1 - p.leading_zeros());
+            let rem = p - pof2;
+            // Extra ranks report to a partner first and are released last
+            // (⌊log2 P⌋ + 2 steps when P is not a power of two).
+            if r >= pof2 {
+                c.send(z, 0, byte, r - pof2)?;
+                return c.recv(z, 0, byte, r - pof2);
+            }
+            if r < rem {
+                c.recv(z, 0, byte, r + pof2)?;
+            }
+            let mut m = 1;
+            while m < pof2 {
+                c.sendrecv(z, 0, byte, r ^ m, z, 0, byte, r ^ m)?;
+                m <<= 1;
+            }
+            if r < rem {
+                c.send(z, 0, byte, r + pof2)?;
+            }
+            Ok(())
+        }
+        // Bruck / dissemination: ⌈log2 P⌉ rounds.
+        _ => {
+            let mut d = 1;
+            while d < p {
+                c.sendrecv(z, 0, byte, (r + d) % p, z, 0, byte, (r + p - d) % p)?;
+                d <<= 1;
+            }
+            Ok(())
+        }
+    }
+}
+
+// -------------------------------------------------------------------- Bcast
+
+pub unsafe fn bcast(
+    c: &Ctx,
+    ch: Choice,
+    buf: *mut c_void,
+    n: usize,
+    dt: Datatype,
+    root: usize,
+) -> R {
+    let p = c.p();
+    let t = Ty::of(dt);
+    if p < 2 || n == 0 || t.size == 0 {
+        return Ok(());
+    }
+    let vr = (c.r() + p - root) % p;
+    let real = |v: usize| (v + root) % p;
+    let tr = tree(ch.alg, vr, p);
+    let mut reqs: Vec<Request> = Vec::new();
+    for (s, len) in segments(n, seg_elems(ch.seg, &t, n)) {
+        let sp = t.at(buf, s);
+        if let Some(par) = tr.parent {
+            c.recv(sp, len, dt, real(par))?;
+        }
+        // Largest subtree first.
+        for &ch in tr.children.iter().rev() {
+            c.isend(sp, len, dt, real(ch), &mut reqs)?;
+        }
+    }
+    c.waitall(&mut reqs)
+}
+
+// ------------------------------------------------------------------- Reduce
+
+/// Reduce of `n × dt` from `inbuf` on every rank to `out` on `root` (out
+/// is only touched at root).
+pub unsafe fn reduce(
+    c: &Ctx,
+    ch: Choice,
+    inbuf: *const c_void,
+    out: *mut c_void,
+    n: usize,
+    dt: Datatype,
+    op: Op,
+    root: usize,
+) -> R {
+    let (p, r) = (c.p(), c.r());
+    let t = Ty::of(dt);
+    if n == 0 {
+        return Ok(());
+    }
+    if p < 2 {
+        return c.copy(inbuf, n, dt, out, n, dt);
+    }
+    if ch.alg == Alg::Linear {
+        if r != root {
+            return c.send(inbuf, n, dt, root);
+        }
+        // acc = x0 op x1 op … in rank order.
+        let mut acc = Tmp::new(&t, n);
+        let mut tmp = Tmp::new(&t, n);
+        for i in 0..p {
+            let dst = if i == 0 { acc.p() } else { tmp.p() };
+            if i == r {
+                c.copy(inbuf, n, dt, dst, n, dt)?;
+            } else {
+                c.recv(dst, n, dt, i)?;
+            }
+            if i > 0 {
+                reduce_local(acc.p(), tmp.p(), n, dt, op)?;
+                std::mem::swap(&mut acc, &mut tmp);
+            }
+        }
+        return c.copy(acc.p(), n, dt, out, n, dt);
+    }
+    let commute = commutative(op);
+    // A non-commutative op needs subtrees that are contiguous in rank
+    // order: a tree rooted at rank 0 (and no binary tree).
+    let alg = if !commute && ch.alg == Alg::Binary {
+        Alg::Binomial
+    } else {
+        ch.alg
+    };
+    let troot = if commute { root } else { 0 };
+    let vr = (r + p - troot) % p;
+    let real = |v: usize| (v + troot) % p;
+    let tr = tree(alg, vr, p);
+    let mut acc = Tmp::new(&t, n);
+    c.copy(inbuf, n, dt, acc.p(), n, dt)?;
+    let mut tmp = if tr.children.is_empty() {
+        None
+    } else {
+        Some(Tmp::new(&t, n))
+    };
+    let mut reqs: Vec<Request> = Vec::new();
+    for (s, len) in segments(n, seg_elems(ch.seg, &t, n)) {
+        let a = t.at(acc.p(), s);
+        if let Some(tmp) = tmp.as_mut() {
+            let b = t.at(tmp.p(), s);
+            for &k in &tr.children {
+                c.recv(b, len, dt, real(k))?;
+                if commute {
+                    reduce_local(b, a, len, dt, op)?;
+                } else {
+                    // acc = acc op child: the child's ranks follow ours.
+                    reduce_local(a, b, len, dt, op)?;
+                    c.copy(b, len, dt, a, len, dt)?;
+                }
+            }
+        }
+        if let Some(par) = tr.parent {
+            c.isend(a, len, dt, real(par), &mut reqs)?;
+        }
+    }
+    c.waitall(&mut reqs)?;
+    if troot == root {
+        if r == root {
+            c.copy(acc.p(), n, dt, out, n, dt)?;
+        }
+    } else if r == troot {
+        c.send(acc.p(), n, dt, root)?;
+    } else if r == root {
+        c.recv(out, n, dt, troot)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- Allreduce
+
+pub unsafe fn allreduce(
+    c: &Ctx,
+    alg: Alg,
+    inbuf: *const c_void,
+    out: *mut c_void,
+    n: usize,
+    dt: Datatype,
+    op: Op,
+) -> R {
+    let (p, r) = (c.p(), c.r());
+    if n == 0 {
+        return Ok(());
+    }
+    if alg == Alg::ReduceBcast {
+        let bin = Choice {
+            alg: Alg::Binomial,
+            seg: 0,
+        };
+        let inbuf = if r == 0 && inbuf == out.cast_const() {
+            // Reduce at root 0 reads its input before writing out.
+            abi::IN_PLACE as *const c_void
+        } else {
+            inbuf
+        };
+        let inbuf = if in_place(inbuf) {
+            out.cast_const()
+        } else {
+            inbuf
+        };
+        reduce(c, bin, inbuf, out, n, dt, op, 0)?;
+        return bcast(c, bin, out, n, dt, 0);
+    }
+    // Recursive doubling (MPICH's; rank order kept for any op): the first
+    // 2·rem ranks pair up so that a power of two takes part.
+    let t = Ty::of(dt);
+    let mut acc = Tmp::new(&t, n);
+    let mut tmp = Tmp::new(&t, n);
+    c.copy(inbuf, n, dt, acc.p(), n, dt)?;
+    let pof2 = 1usize << (usize::BITS - 1 - p.leading_zeros());
+    let rem = p - pof2;
+    let newrank = if r < 2 * rem {
+        if r % 2 == 0 {
+            c.send(acc.p(), n, dt, r + 1)?;
+            None
+        } else {
+            c.recv(tmp.p(), n, dt, r - 1)?;
+            reduce_local(tmp.p(), acc.p(), n, dt, op)?;
+            Some(r / 2)
+        }
+    } else {
+        Some(r - rem)
+    };
+    if let Some(nr) = newrank {
+        let mut m = 1;
+        while m < pof2 {
+            let nd = nr ^ m;
+            let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
+            c.sendrecv(acc.p(), n, dt, dst, tmp.p(), n, dt, dst)?;
+            if dst < r {
+                reduce_local(tmp.p(), acc.p(), n, dt, op)?;
+            } else {
+                reduce_local(acc.p(), tmp.p(), n, dt, op)?;
+                std::mem::swap(&mut acc, &mut tmp);
+            }
+            m <<= 1;
+        }
+    }
+    if r < 2 * rem {
+        if r % 2 == 1 {
+            c.send(acc.p(), n, dt, r - 1)?;
+        } else {
+            c.recv(acc.p(), n, dt, r + 1)?;
+        }
+    }
+    c.copy(acc.p(), n, dt, out, n, dt)
+}
+
+// ----------------------------------------------------------- Gather/Scatter
+
+/// Arguments of Gather/Scatter/Allgather/Alltoall.
+#[derive(Clone, Copy)]
+pub struct Bufs {
+    pub sbuf: *const c_void,
+    pub scount: usize,
+    pub sdt: Datatype,
+    pub rbuf: *mut c_void,
+    pub rcount: usize,
+    pub rdt: Datatype,
+}
+
+pub unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
+    let (p, r) = (c.p(), c.r());
+    let is_root = r == root;
+    let (st, rt) = (Ty::of(b.sdt), if is_root { Some(Ty::of(b.rdt)) } else { None });
+    let own_in_place = is_root && in_place(b.sbuf);
+    if is_root && !own_in_place {
+        let rt = rt.expect("root");
+        c.copy(
+            b.sbuf,
+            b.scount,
+            b.sdt,
+            rt.at(b.rbuf, root * b.rcount),
+            b.rcount,
+            b.rdt,
+        )?;
+    }
+    let nb = match rt {
+        Some(rt) => rt.bytes(b.rcount),
+        None => st.bytes(b.scount),
+    };
+    if p < 2 || nb == 0 {
+        return Ok(());
+    }
+    if alg == Alg::Linear {
+        if !is_root {
+            return c.send(b.sbuf, b.scount, b.sdt, root);
+        }
+        let rt = rt.expect("root");
+        let mut reqs = Vec::new();
+        for i in (0..p).filter(|&i| i != root) {
+            c.irecv(rt.at(b.rbuf, i * b.rcount), b.rcount, b.rdt, i, &mut reqs)?;
+        }
+        return c.waitall(&mut reqs);
+    }
+    // Binomial: each subtree's blocks travel packed, in virtual order.
+    let vr = (r + p - root) % p;
+    let end = subtree_end(vr, p);
+    let mut tmp = vec![0u8; (end - vr) * nb];
+    if !is_root {
+        let mut pos: c_int = 0;
+        c.pack(b.sbuf, b.scount, b.sdt, &mut tmp[..nb], &mut pos)?;
+    }
+    let mut reqs = Vec::new();
+    for &k in &tree(Alg::Binomial, vr, p).children {
+        let (lo, hi) = ((k - vr) * nb, (subtree_end(k, p) - vr) * nb);
+        c.irecv(
+            tmp[lo..].as_mut_ptr().cast(),
+            hi - lo,
+            c.e.c.byte,
+            (k + root) % p,
+            &mut reqs,
+        )?;
+    }
+    c.waitall(&mut reqs)?;
+    if !is_root {
+        return c.send(tmp.as_ptr().cast(), tmp.len(), c.e.c.byte, (vr & (vr - 1) + root) % p);
+    }
+    let rt = rt.expect("root");
+    for v in 1..p {
+        let i = (v + root) % p;
+        c.unpack(
+            &tmp[v * nb..(v + 1) * nb],
+            rt.at(b.rbuf, i * b.rcount),
+            b.rcount,
+            b.rdt,
+        )?;
+    }
+    Ok(())
+}
+
+pub unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
+    let (p, r) = (c.p(), c.r());
+    let is_root = r == root;
+    let rt = Ty::of(b.rdt);
+    let st = if is_root { Some(Ty::of(b.sdt)) } else { None };
+    if is_root && !in_place(b.rbuf) {
+        let st = st.expect("root");
+        c.copy(
+            st.at(b.sbuf, root * b.scount),
+            b.scount,
+            b.sdt,
+            b.rbuf,
+            b.rcount,
+            b.rdt,
+        )?;
+    }
+    let nb = match st {
+        Some(st) => st.bytes(b.scount),
+        None => rt.bytes(b.rcount),
+    };
+    if p < 2 || nb == 0 {
+        return Ok(());
+    }
+    if alg == Alg::Linear {
+        if !is_root {
+            return c.recv(b.rbuf, b.rcount, b.rdt, root);
+        }
+        let st = st.expect("root");
+        let mut reqs = Vec::new();
+        for i in (0..p).filter(|&i| i != root) {
+            c.isend(st.at(b.sbuf, i * b.scount), b.scount, b.sdt, i, &mut reqs)?;
+        }
+        return c.waitall(&mut reqs);
+    }
+    let vr = (r + p - root) % p;
+    let end = subtree_end(vr, p);
+    let mut tmp = vec![0u8; (end - vr) * nb];
+    if let Some(st) = st {
+        for v in 1..p {
+            let i = (v + root) % p;
+            let mut pos: c_int = 0;
+            c.pack(
+                st.at(b.sbuf, i * b.scount),
+                b.scount,
+                b.sdt,
+                &mut tmp[v * nb..(v + 1) * nb],
+                &mut pos,
+            )?;
+        }
+    } else {
+        let len = tmp.len();
+        c.recv(
+            tmp.as_mut_ptr().cast(),
+            len,
+            c.e.c.byte,
+            (vr & (vr - 1) + root) % p,
+        )?;
+    }
+    let mut reqs = Vec::new();
+    for &k in tree(Alg::Binomial, vr, p).children.iter().rev() {
+        let (lo, hi) = ((k - vr) * nb, (subtree_end(k, p) - vr) * nb);
+        c.isend(
+            tmp[lo..].as_ptr().cast(),
+            hi - lo,
+            c.e.c.byte,
+            (k + root) % p,
+            &mut reqs,
+        )?;
+    }
+    c.waitall(&mut reqs)?;
+    if !is_root {
+        c.unpack(&tmp[..nb], b.rbuf, b.rcount, b.rdt)?;
+    }
+    Ok(())
+}
+
+/// Gatherv (linear): `counts`/`displs` are significant at the root only.
+pub unsafe fn gatherv(
+    c: &Ctx,
+    b: Bufs,
+    counts: *const c_int,
+    displs: *const c_int,
+    root: usize,
+) -> R {
+    let (p, r) = (c.p(), c.r());
+    if r != root {
+        if b.scount == 0 {
+            return Ok(());
+        }
+        return c.send(b.sbuf, b.scount, b.sdt, root);
+    }
+    let rt = Ty::of(b.rdt);
+    let at = |i: usize| rt.at(b.rbuf, 0).wrapping_byte_offset(*displs.add(i) as isize * rt.ext);
+    if !in_place(b.sbuf) {
+        c.copy(b.sbuf, b.scount, b.sdt, at(r), count(*counts.add(r)), b.rdt)?;
+    }
+    let mut reqs = Vec::new();
+    for i in (0..p).filter(|&i| i != root) {
+        let n = count(*counts.add(i));
+        if n > 0 {
+            c.irecv(at(i), n, b.rdt, i, &mut reqs)?;
+        }
+    }
+    c.waitall(&mut reqs)
+}
+
+/// Scatterv (linear): `counts`/`displs` are significant at the root only.
+pub unsafe fn scatterv(
+    c: &Ctx,
+    b: Bufs,
+    counts: *const c_int,
+    displs: *const c_int,
+    root: usize,
+) -> R {
+    let (p, r) = (c.p(), c.r());
+    if r != root {
+        if b.rcount == 0 {
+            return Ok(());
+        }
+        return c.recv(b.rbuf, b.rcount, b.rdt, root);
+    }
+    let st = Ty::of(b.sdt);
+    let at = |i: usize| st.at(b.sbuf, 0).wrapping_byte_offset(*displs.add(i) as isize * st.ext);
+    if !in_place(b.rbuf) {
+        c.copy(at(r), count(*counts.add(r)), b.sdt, b.rbuf, b.rcount, b.rdt)?;
+    }
+    let mut reqs = Vec::new();
+    for i in (0..p).filter(|&i| i != root) {
+        let n = count(*counts.add(i));
+        if n > 0 {
+            c.isend(at(i), n, b.sdt, i, &mut reqs)?;
+        }
+    }
+    c.waitall(&mut reqs)
+}
+
+// ---------------------------------------------------------------- Allgather
+
+pub unsafe fn allgather(c: &Ctx, alg: Alg, b: Bufs) -> R {
+    let (p, r) = (c.p(), c.r());
+    let rt = Ty::of(b.rdt);
+    let n = b.rcount;
+    if !in_place(b.sbuf) {
+        c.copy(b.sbuf, b.scount, b.sdt, rt.at(b.rbuf, r * n), n, b.rdt)?;
+    }
+    if p < 2 || rt.bytes(n) == 0 {
+        return Ok(());
+    }
+    if alg == Alg::RecursiveDoubling && p.is_power_of_two() {
+        let mut m = 1;
+        while m < p {
+            let d = r ^ m;
+            let (mine, theirs) = (r & !(m - 1), d & !(m - 1));
+            c.sendrecv(
+                rt.at(b.rbuf, mine * n),
+                m * n,
+                b.rdt,
+                d,
+                rt.at(b.rbuf, theirs * n),
+                m * n,
+                b.rdt,
+                d,
+            )?;
+            m <<= 1;
+        }
+        return Ok(());
+    }
+    // Ring (also recursive doubling's fallback when P is not a power of 2).
+    let (left, right) = ((r + p - 1) % p, (r + 1) % p);
+    for k in 0..p - 1 {
+        let (sb, rb) = ((r + p - k) % p, (r + 2 * p - k - 1) % p);
+        c.sendrecv(
+            rt.at(b.rbuf, sb * n),
+            n,
+            b.rdt,
+            right,
+            rt.at(b.rbuf, rb * n),
+            n,
+            b.rdt,
+            left,
+        )?;
+    }
+    Ok(())
+}
+
+/// Allgatherv (ring).
+pub unsafe fn allgatherv(c: &Ctx, b: Bufs, counts: *const c_int, displs: *const c_int) -> R {
+    let (p, r) = (c.p(), c.r());
+    let rt = Ty::of(b.rdt);
+    let at = |i: usize| rt.at(b.rbuf, 0).wrapping_byte_offset(*displs.add(i) as isize * rt.ext);
+    let cnt = |i: usize| count(*counts.add(i));
+    if !in_place(b.sbuf) {
+        c.copy(b.sbuf, b.scount, b.sdt, at(r), cnt(r), b.rdt)?;
+    }
+    if p < 2 {
+        return Ok(());
+    }
+    let (left, right) = ((r + p - 1) % p, (r + 1) % p);
+    for k in 0..p - 1 {
+        let (sb, rb) = ((r + p - k) % p, (r + 2 * p - k - 1) % p);
+        c.sendrecv(at(sb), cnt(sb), b.rdt, right, at(rb), cnt(rb), b.rdt, left)?;
+    }
+    Ok(())
+}
+
+// ----------------------------------------------------------------- Alltoall
+
+pub unsafe fn alltoall(c: &Ctx, alg: Alg, b: Bufs) -> R {
+    let (p, r) = (c.p(), c.r());
+    let rt = Ty::of(b.rdt);
+    let mut saved = None;
+    let b = if in_place(b.sbuf) {
+        // The data to send is in rbuf, which the receives overwrite.
+        let mut t = Tmp::new(&rt, p * b.rcount);
+        c.copy(b.rbuf, p * b.rcount, b.rdt, t.p(), p * b.rcount, b.rdt)?;
+        let sbuf = t.p().cast_const();
+        saved = Some(t);
+        Bufs {
+            sbuf,
+            scount: b.rcount,
+            sdt: b.rdt,
+            ..b
+        }
+    } else {
+        b
+    };
+    let st = Ty::of(b.sdt);
+    let (sn, rn) = (b.scount, b.rcount);
+    c.copy(
+        st.at(b.sbuf, r * sn),
+        sn,
+        b.sdt,
+        rt.at(b.rbuf, r * rn),
+        rn,
+        b.rdt,
+    )?;
+    if p >= 2 && rt.bytes(rn) > 0 {
+        if alg == Alg::Linear {
+            let mut reqs = Vec::new();
+            for i in (1..p).map(|i| (r + p - i) % p) {
+                c.irecv(rt.at(b.rbuf, i * rn), rn, b.rdt, i, &mut reqs)?;
+            }
+            for i in (1..p).map(|i| (r + i) % p) {
+                c.isend(st.at(b.sbuf, i * sn), sn, b.sdt, i, &mut reqs)?;
+            }
+            c.waitall(&mut reqs)?;
+        } else {
+            for i in 1..p {
+                let (to, from) = ((r + i) % p, (r + p - i) % p);
+                c.sendrecv(
+                    st.at(b.sbuf, to * sn),
+                    sn,
+                    b.sdt,
+                    to,
+                    rt.at(b.rbuf, from * rn),
+                    rn,
+                    b.rdt,
+                    from,
+                )?;
+            }
+        }
+    }
+    drop(saved);
+    Ok(())
+}
+
+/// Counts and displacements of one side of Alltoallv.
+#[derive(Clone, Copy)]
+pub struct V {
+    pub counts: *const c_int,
+    pub displs: *const c_int,
+}
+
+impl V {
+    unsafe fn n(&self, i: usize) -> usize {
+        count(*self.counts.add(i))
+    }
+    unsafe fn at(&self, t: &Ty, buf: *const c_void, i: usize) -> *mut c_void {
+        t.at(buf, 0)
+            .wrapping_byte_offset((*self.displs.add(i) as isize).wrapping_mul(t.ext))
+    }
+}
+
+/// Alltoallv (pairwise exchange).
+pub unsafe fn alltoallv(c: &Ctx, b: Bufs, s: V, rv: V) -> R {
+    let (p, r) = (c.p(), c.r());
+    let rt = Ty::of(b.rdt);
+    let mut saved = None;
+    let (b, s) = if in_place(b.sbuf) {
+        // Copy rbuf whole (up to the furthest block) before receiving.
+        let mut hi = 0usize;
+        for i in 0..p {
+            let d = usize::try_from(*rv.displs.add(i)).unwrap_or(0);
+            hi = hi.max(d + rv.n(i));
+        }
+        let mut t = Tmp::new(&rt, hi);
+        c.copy(b.rbuf, hi, b.rdt, t.p(), hi, b.rdt)?;
+        let sbuf = t.p().cast_const();
+        saved = Some(t);
+        (
+            Bufs {
+                sbuf,
+                sdt: b.rdt,
+                ..b
+            },
+            rv,
+        )
+    } else {
+        (b, s)
+    };
+    let st = Ty::of(b.sdt);
+    c.copy(
+        s.at(&st, b.sbuf, r),
+        s.n(r),
+        b.sdt,
+        rv.at(&rt, b.rbuf, r),
+        rv.n(r),
+        b.rdt,
+    )?;
+    for i in 1..p {
+        let (to, from) = ((r + i) % p, (r + p - i) % p);
+        c.sendrecv(
+            s.at(&st, b.sbuf, to),
+            s.n(to),
+            b.sdt,
+            to,
+            rv.at(&rt, b.rbuf, from),
+            rv.n(from),
+            b.rdt,
+            from,
+        )?;
+    }
+    drop(saved);
+    Ok(())
+}
+
+// ------------------------------------------------------ Reduce_scatter(_block)
+
+/// Reduce to rank 0 (binomial, rank order), then Scatterv from rank 0.
+/// `counts[i]` elements go to rank i.
+pub unsafe fn reduce_scatter(
+    c: &Ctx,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    counts: &[usize],
+    dt: Datatype,
+    op: Op,
+) -> R {
+    let r = c.r();
+    let total: usize = counts.iter().sum();
+    if total == 0 {
+        return Ok(());
+    }
+    let t = Ty::of(dt);
+    let inbuf = if in_place(sbuf) { rbuf.cast_const() } else { sbuf };
+    let mut acc = Tmp::new(&t, if r == 0 { total } else { 0 });
+    let bin = Choice {
+        alg: Alg::Binomial,
+        seg: 0,
+    };
+    reduce(c, bin, inbuf, acc.p(), total, dt, op, 0)?;
+    let ci: Vec<c_int> = counts
+        .iter()
+        .map(|&n| super::ctx::int(n))
+        .collect::<R<_>>()?;
+    let mut di = Vec::with_capacity(counts.len());
+    let mut off = 0usize;
+    for &n in counts {
+        di.push(super::ctx::int(off)?);
+        off += n;
+    }
+    let b = Bufs {
+        sbuf: acc.p().cast_const(),
+        scount: 0,
+        sdt: dt,
+        rbuf,
+        rcount: counts[r],
+        rdt: dt,
+    };
+    scatterv(c, b, ci.as_ptr(), di.as_ptr(), 0)
+}
+
+// --------------------------------------------------------------- Scan/Exscan
+
+/// Inclusive (`exclusive == false`) or exclusive prefix reduction.
+pub unsafe fn scan(
+    c: &Ctx,
+    alg: Alg,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    n: usize,
+    dt: Datatype,
+    op: Op,
+    exclusive: bool,
+) -> R {
+    let (p, r) = (c.p(), c.r());
+    if n == 0 {
+        return Ok(());
+    }
+    let t = Ty::of(dt);
+    let inbuf = if in_place(sbuf) { rbuf.cast_const() } else { sbuf };
+    // mine = x_r, kept apart from rbuf (which may be the input).
+    let mut mine = Tmp::new(&t, n);
+    c.copy(inbuf, n, dt, mine.p(), n, dt)?;
+    let mut tmp = Tmp::new(&t, n);
+    if alg == Alg::Linear {
+        // Chain: rank r receives x0 op … op x(r−1) from r − 1.
+        if r > 0 {
+            c.recv(tmp.p(), n, dt, r - 1)?;
+            if exclusive {
+                c.copy(tmp.p(), n, dt, rbuf, n, dt)?;
+            }
+            reduce_local(tmp.p(), mine.p(), n, dt, op)?;
+        }
+        if r + 1 < p {
+            c.send(mine.p(), n, dt, r + 1)?;
+        }
+        if !exclusive {
+            c.copy(mine.p(), n, dt, rbuf, n, dt)?;
+        }
+        return Ok(());
+    }
+    // Recursive doubling (MPICH's algorithm): `partial` is the reduction
+    // over this rank's current group, `result` over its ranks up to r.
+    let mut partial = mine;
+    let mut result = Tmp::new(&t, n);
+    let mut have = !exclusive;
+    if !exclusive {
+        c.copy(partial.p(), n, dt, result.p(), n, dt)?;
+    }
+    let mut m = 1;
+    while m < p {
+        let d = r ^ m;
+        if d < p {
+            c.sendrecv(partial.p(), n, dt, d, tmp.p(), n, dt, d)?;
+            if r > d {
+                reduce_local(tmp.p(), partial.p(), n, dt, op)?;
+                if have {
+                    reduce_local(tmp.p(), result.p(), n, dt, op)?;
+                } else {
+                    c.copy(tmp.p(), n, dt, result.p(), n, dt)?;
+                    have = true;
+                }
+            } else {
+                reduce_local(partial.p(), tmp.p(), n, dt, op)?;
+                std::mem::swap(&mut partial, &mut tmp);
+            }
+        }
+        m <<= 1;
+    }
+    if have {
+        c.copy(result.p(), n, dt, rbuf, n, dt)?;
+    }
+    Ok(())
+}
+
+/// Checks an MPI return code from a native call made for a collective.
+pub fn native(rc: c_int) -> R {
+    chk(rc)
+}
+
+#[allow(dead_code)]
+unsafe fn _keep(_: unsafe fn()) {
+    let _ = real::PMPI_Barrier;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binomial_tree_covers_every_rank_once() {
+        for p in 1..40 {
+            let mut seen = vec![0; p];
+            seen[0] += 1;
+            for v in 0..p {
+                for k in tree(Alg::Binomial, v, p).children {
+                    seen[k] += 1;
+                    assert_eq!(tree(Alg::Binomial, k, p).parent, Some(v));
+                    assert!(k > v && subtree_end(k, p) <= subtree_end(v, p));
+                }
+            }
+            assert!(seen.iter().all(|&s| s == 1), "p={p}");
+        }
+    }
+
+    #[test]
+    fn binomial_children_tile_the_subtree() {
+        for p in 1..40 {
+            for v in 0..p {
+                let mut next = v + 1;
+                for k in tree(Alg::Binomial, v, p).children {
+                    assert_eq!(k, next);
+                    next = subtree_end(k, p);
+                }
+                assert_eq!(next, subtree_end(v, p), "p={p} v={v}");
+            }
+        }
+    }
+
+    #[test]
+    fn segments_split_exactly() {
+        let v: Vec<_> = segments(10, 4).collect();
+        assert_eq!(v, vec![(0, 4), (4, 4), (8, 2)]);
+        assert_eq!(segments(3, 10).count(), 1);
+    }
+}

@@ -1,0 +1,346 @@
+//! What every algorithm stands on: the private communicator, the engine's
+//! perturbed point-to-point on it, datatype geometry, temporary buffers,
+//! local copies and the local reduction.
+
+use crate::abi::{self, Comm, Datatype, Op, Request, Status};
+use crate::engine::{Engine, Mode};
+use crate::real;
+use std::ffi::{c_int, c_void};
+
+/// An MPI error code to hand back to the application.
+pub type R<T = ()> = Result<T, c_int>;
+
+pub fn chk(rc: c_int) -> R {
+    if rc == abi::SUCCESS {
+        Ok(())
+    } else {
+        Err(rc)
+    }
+}
+
+/// A count as `c_int`, or MPI_ERR_OTHER when it does not fit (the shim's
+/// collectives are limited to 2^31−1 elements per message).
+pub fn int(n: usize) -> R<c_int> {
+    c_int::try_from(n).map_err(|_| abi::ERR_OTHER)
+}
+
+/// A count from the application (negative counts are MPI's to reject; here
+/// they count as 0).
+pub fn count(n: c_int) -> usize {
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// Tag of the shim's own messages on a private communicator: the
+/// collectives of one communicator run in the same order on every rank and
+/// MPI does not overtake, so one tag per operation suffices.
+pub const TAG_SELF: c_int = 1;
+
+/// One collective call on one communicator: the private duplicate and the
+/// engine whose point-to-point perturbs every message.
+pub struct Ctx {
+    pub e: &'static Engine,
+    pub comm: Comm,
+    pub rank: c_int,
+    pub size: c_int,
+    pub tag: c_int,
+}
+
+fn status_ignore() -> *mut Status {
+    std::ptr::null_mut::<Status>().wrapping_byte_add(abi::STATUS_IGNORE)
+}
+
+impl Ctx {
+    pub fn p(&self) -> usize {
+        count(self.size)
+    }
+    pub fn r(&self) -> usize {
+        count(self.rank)
+    }
+
+    pub unsafe fn send(&self, buf: *const c_void, n: usize, dt: Datatype, dest: usize) -> R {
+        chk(self.e.send(
+            Mode::Standard,
+            buf,
+            int(n)?,
+            dt,
+            int(dest)?,
+            self.tag,
+            self.comm,
+        ))
+    }
+
+    pub unsafe fn recv(&self, buf: *mut c_void, n: usize, dt: Datatype, src: usize) -> R {
+        chk(self.e.recv(
+            buf,
+            int(n)?,
+            dt,
+            int(src)?,
+            self.tag,
+            self.comm,
+            None,
+            std::ptr::null_mut(),
+        ))
+    }
+
+    pub unsafe fn isend(
+        &self,
+        buf: *const c_void,
+        n: usize,
+        dt: Datatype,
+        dest: usize,
+        reqs: &mut Vec<Request>,
+    ) -> R {
+        let mut r = self.e.c.request_null;
+        chk(self.e.isend(
+            Mode::Standard,
+            buf,
+            int(n)?,
+            dt,
+            int(dest)?,
+            self.tag,
+            self.comm,
+            &mut r,
+        ))?;
+        reqs.push(r);
+        Ok(())
+    }
+
+    pub unsafe fn irecv(
+        &self,
+        buf: *mut c_void,
+        n: usize,
+        dt: Datatype,
+        src: usize,
+        reqs: &mut Vec<Request>,
+    ) -> R {
+        let mut r = self.e.c.request_null;
+        chk(self.e.recv(
+            buf,
+            int(n)?,
+            dt,
+            int(src)?,
+            self.tag,
+            self.comm,
+            Some(&mut r),
+            std::ptr::null_mut(),
+        ))?;
+        reqs.push(r);
+        Ok(())
+    }
+
+    pub unsafe fn waitall(&self, reqs: &mut Vec<Request>) -> R {
+        if reqs.is_empty() {
+            return Ok(());
+        }
+        let rc = self
+            .e
+            .waitall(int(reqs.len())?, reqs.as_mut_ptr(), std::ptr::null_mut());
+        reqs.clear();
+        chk(rc)
+    }
+
+    /// Send to `dest` and receive from `src` at once (MPI_Sendrecv).
+    pub unsafe fn sendrecv(
+        &self,
+        sbuf: *const c_void,
+        sn: usize,
+        sdt: Datatype,
+        dest: usize,
+        rbuf: *mut c_void,
+        rn: usize,
+        rdt: Datatype,
+        src: usize,
+    ) -> R {
+        chk(self.e.sendrecv(
+            sbuf,
+            int(sn)?,
+            sdt,
+            int(dest)?,
+            self.tag,
+            rbuf,
+            int(rn)?,
+            rdt,
+            int(src)?,
+            self.tag,
+            self.comm,
+            std::ptr::null_mut(),
+        ))
+    }
+
+    /// Copies `sn × sdt` at `src` to `rn × rdt` at `dst` on this rank, with
+    /// MPI's type matching (a memcpy when both are the same contiguous
+    /// type; otherwise a native message to self on the private
+    /// communicator, which the engine never sees and which costs no LogGP
+    /// parameter, as a local copy should not).
+    pub unsafe fn copy(
+        &self,
+        src: *const c_void,
+        sn: usize,
+        sdt: Datatype,
+        dst: *mut c_void,
+        rn: usize,
+        rdt: Datatype,
+    ) -> R {
+        if sn == 0 || src == dst.cast_const() && sdt == rdt && sn == rn {
+            return Ok(());
+        }
+        if sdt == rdt && sn == rn {
+            let t = Ty::of(sdt);
+            if t.contiguous() {
+                std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), t.size * sn);
+                return Ok(());
+            }
+        }
+        chk(real::PMPI_Sendrecv(
+            src,
+            int(sn)?,
+            sdt,
+            self.rank,
+            TAG_SELF,
+            dst,
+            int(rn)?,
+            rdt,
+            self.rank,
+            TAG_SELF,
+            self.comm,
+            status_ignore(),
+        ))
+    }
+
+    /// Packs `n × dt` at `buf` into `out` at `*pos` (MPI_Pack).
+    pub unsafe fn pack(
+        &self,
+        buf: *const c_void,
+        n: usize,
+        dt: Datatype,
+        out: &mut [u8],
+        pos: &mut c_int,
+    ) -> R {
+        if n == 0 {
+            return Ok(());
+        }
+        chk(real::PMPI_Pack(
+            buf,
+            int(n)?,
+            dt,
+            out.as_mut_ptr().cast(),
+            int(out.len())?,
+            pos,
+            self.comm,
+        ))
+    }
+
+    /// Unpacks `n × dt` into `buf` from the whole of `inp` (MPI_Unpack).
+    pub unsafe fn unpack(&self, inp: &[u8], buf: *mut c_void, n: usize, dt: Datatype) -> R {
+        if n == 0 {
+            return Ok(());
+        }
+        let mut pos: c_int = 0;
+        chk(real::PMPI_Unpack(
+            inp.as_ptr().cast(),
+            int(inp.len())?,
+            &mut pos,
+            buf,
+            int(n)?,
+            dt,
+            self.comm,
+        ))
+    }
+}
+
+/// `inout = in op inout` (MPI_Reduce_local: the first argument is the left
+/// operand, MPI-3.1 §5.9.7), for predefined and user-defined operations.
+pub unsafe fn reduce_local(
+    inp: *const c_void,
+    inout: *mut c_void,
+    n: usize,
+    dt: Datatype,
+    op: Op,
+) -> R {
+    if n == 0 {
+        return Ok(());
+    }
+    chk(real::PMPI_Reduce_local(inp, inout, int(n)?, dt, op))
+}
+
+pub unsafe fn commutative(op: Op) -> bool {
+    let mut c: c_int = 1;
+    real::PMPI_Op_commutative(op, &mut c);
+    c != 0
+}
+
+/// A datatype's geometry (MPI-3.1 §4.1.7–8).
+#[derive(Clone, Copy, Debug)]
+pub struct Ty {
+    pub dt: Datatype,
+    pub size: usize,
+    pub ext: isize,
+    pub tlb: isize,
+    pub text: isize,
+    lb: isize,
+}
+
+impl Ty {
+    pub unsafe fn of(dt: Datatype) -> Ty {
+        let mut size: c_int = 0;
+        real::PMPI_Type_size(dt, &mut size);
+        let (mut lb, mut ext, mut tlb, mut text) = (0, 0, 0, 0);
+        real::PMPI_Type_get_extent(dt, &mut lb, &mut ext);
+        real::PMPI_Type_get_true_extent(dt, &mut tlb, &mut text);
+        Ty {
+            dt,
+            size: count(size),
+            ext,
+            tlb,
+            text,
+            lb,
+        }
+    }
+
+    /// One block of bytes, starting at the buffer, without holes.
+    pub fn contiguous(&self) -> bool {
+        isize::try_from(self.size).is_ok_and(|s| s == self.ext && s == self.text)
+            && self.lb == 0
+            && self.tlb == 0
+    }
+
+    /// The address of element `i` of a buffer of this type.
+    pub fn at(&self, p: *const c_void, i: usize) -> *mut c_void {
+        p.cast::<u8>()
+            .cast_mut()
+            .wrapping_offset(self.ext.wrapping_mul(i as isize))
+            .cast()
+    }
+
+    /// Bytes of `n` elements (the signature's size).
+    pub fn bytes(&self, n: usize) -> usize {
+        self.size * n
+    }
+}
+
+/// A temporary buffer for `n` elements of a type, laid out as MPI expects
+/// (its true lower bound respected; MPI-3.1 §4.1.8 "true extent").
+pub struct Tmp {
+    v: Vec<u8>,
+    shift: isize,
+}
+
+impl Tmp {
+    pub fn new(t: &Ty, n: usize) -> Tmp {
+        let span = if n == 0 {
+            0
+        } else {
+            t.text
+                .saturating_add(t.ext.saturating_mul(n as isize - 1))
+                .max(0)
+        };
+        Tmp {
+            v: vec![0u8; usize::try_from(span).unwrap_or(0).max(1)],
+            shift: -t.tlb,
+        }
+    }
+
+    pub fn p(&mut self) -> *mut c_void {
+        self.v.as_mut_ptr().wrapping_offset(self.shift).cast()
+    }
+}
