@@ -229,6 +229,9 @@ impl Config {
                 }
                 other if FOREIGN_VARIABLES.contains(&other) || other.starts_with("LOGGP_TEST_") => {
                 }
+                // Algorithm choices for the collectives; the shim's
+                // collectives module validates names and values itself.
+                other if other.starts_with("LOGGP_COLL_") => {}
                 other => {
                     let names: Vec<&str> = VARIABLES.iter().map(|v| v.0).collect();
                     return Err(err(
@@ -380,6 +383,7 @@ mod tests {
     #[test]
     fn foreign_variables_are_ignored() {
         assert!(cfg(&[("LOGGP_MPI", "mpich"), ("LOGGP_TEST_X", "1")]).is_ok());
+        assert!(cfg(&[("LOGGP_COLL_BCAST", "binomial")]).is_ok());
     }
 
     #[test]

@@ -295,6 +295,18 @@ pub unsafe fn before_finalize() {
         e.flush_bsends();
     }
     engine::deactivate();
+    if e.cfg.log >= LogLevel::Debug {
+        let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
+        let k = &e.counters;
+        log::line(&format!(
+            "rank {}: {sends} sends ({bytes_sent} B), {recvs} deliveries ({bytes_recv} B), \
+             {:.1} us holding deliveries, {:.1} us waiting to depart, {} probed early",
+            e.rank,
+            k.gate_wait_ns.load(Ordering::Relaxed) as f64 / 1e3,
+            k.send_wait_ns.load(Ordering::Relaxed) as f64 / 1e3,
+            k.probed.load(Ordering::Relaxed)
+        ));
+    }
     let private = PRIVATE.get().map(|p| p.0);
     if let (Some(path), Some(comm)) = (e.cfg.report.as_deref(), private) {
         write_report(e, comm, path);

@@ -9,9 +9,8 @@
 //! libraries (each associates in its own way).
 
 use super::cfg::{Alg, Choice};
-use super::ctx::{chk, commutative, count, reduce_local, Ctx, Tmp, Ty, R};
+use super::ctx::{commutative, count, reduce_local, Ctx, Tmp, Ty, R};
 use crate::abi::{self, Datatype, Op, Request};
-use crate::real;
 use std::ffi::{c_int, c_void};
 
 fn in_place(p: *const c_void) -> bool {
@@ -35,7 +34,11 @@ fn tree(alg: Alg, vr: usize, p: usize) -> Tree {
     match alg {
         Alg::Linear => Tree {
             parent: (vr != 0).then_some(0),
-            children: if vr == 0 { (1..p).collect() } else { Vec::new() },
+            children: if vr == 0 {
+                (1..p).collect()
+            } else {
+                Vec::new()
+            },
         },
         Alg::Pipeline => Tree {
             parent: vr.checked_sub(1),
@@ -92,7 +95,8 @@ fn segments(n: usize, es: usize) -> impl Iterator<Item = (usize, usize)> {
 pub unsafe fn barrier(c: &Ctx, alg: Alg) -> R {
     let (p, r) = (c.p(), c.r());
     let byte = c.e.c.byte;
-    let z: *mut c_void = [0u8; 1].as_mut_ptr().cast();
+    let mut zb = [0u8; 1];
+    let z: *mut c_void = zb.as_mut_ptr().cast();
     if p < 2 {
         return Ok(());
     }
@@ -185,8 +189,8 @@ pub unsafe fn bcast(
             c.recv(sp, len, dt, real(par))?;
         }
         // Largest subtree first.
-        for &ch in tr.children.iter().rev() {
-            c.isend(sp, len, dt, real(ch), &mut reqs)?;
+        for &k in tr.children.iter().rev() {
+            c.isend(sp, len, dt, real(k), &mut reqs)?;
         }
     }
     c.waitall(&mut reqs)
@@ -307,12 +311,7 @@ pub unsafe fn allreduce(
             alg: Alg::Binomial,
             seg: 0,
         };
-        let inbuf = if r == 0 && inbuf == out.cast_const() {
-            // Reduce at root 0 reads its input before writing out.
-            abi::IN_PLACE as *const c_void
-        } else {
-            inbuf
-        };
+        // Reduce copies its input before it writes `out`: in place is safe.
         let inbuf = if in_place(inbuf) {
             out.cast_const()
         } else {
@@ -382,7 +381,10 @@ pub struct Bufs {
 pub unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
     let (p, r) = (c.p(), c.r());
     let is_root = r == root;
-    let (st, rt) = (Ty::of(b.sdt), if is_root { Some(Ty::of(b.rdt)) } else { None });
+    let (st, rt) = (
+        Ty::of(b.sdt),
+        if is_root { Some(Ty::of(b.rdt)) } else { None },
+    );
     let own_in_place = is_root && in_place(b.sbuf);
     if is_root && !own_in_place {
         let rt = rt.expect("root");
@@ -434,7 +436,12 @@ pub unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
     }
     c.waitall(&mut reqs)?;
     if !is_root {
-        return c.send(tmp.as_ptr().cast(), tmp.len(), c.e.c.byte, (vr & (vr - 1) + root) % p);
+        return c.send(
+            tmp.as_ptr().cast(),
+            tmp.len(),
+            c.e.c.byte,
+            ((vr & (vr - 1)) + root) % p,
+        );
     }
     let rt = rt.expect("root");
     for v in 1..p {
@@ -504,7 +511,7 @@ pub unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
             tmp.as_mut_ptr().cast(),
             len,
             c.e.c.byte,
-            (vr & (vr - 1) + root) % p,
+            ((vr & (vr - 1)) + root) % p,
         )?;
     }
     let mut reqs = Vec::new();
@@ -541,7 +548,10 @@ pub unsafe fn gatherv(
         return c.send(b.sbuf, b.scount, b.sdt, root);
     }
     let rt = Ty::of(b.rdt);
-    let at = |i: usize| rt.at(b.rbuf, 0).wrapping_byte_offset(*displs.add(i) as isize * rt.ext);
+    let at = |i: usize| {
+        rt.at(b.rbuf, 0)
+            .wrapping_byte_offset(*displs.add(i) as isize * rt.ext)
+    };
     if !in_place(b.sbuf) {
         c.copy(b.sbuf, b.scount, b.sdt, at(r), count(*counts.add(r)), b.rdt)?;
     }
@@ -571,7 +581,10 @@ pub unsafe fn scatterv(
         return c.recv(b.rbuf, b.rcount, b.rdt, root);
     }
     let st = Ty::of(b.sdt);
-    let at = |i: usize| st.at(b.sbuf, 0).wrapping_byte_offset(*displs.add(i) as isize * st.ext);
+    let at = |i: usize| {
+        st.at(b.sbuf, 0)
+            .wrapping_byte_offset(*displs.add(i) as isize * st.ext)
+    };
     if !in_place(b.rbuf) {
         c.copy(at(r), count(*counts.add(r)), b.sdt, b.rbuf, b.rcount, b.rdt)?;
     }
@@ -638,7 +651,10 @@ pub unsafe fn allgather(c: &Ctx, alg: Alg, b: Bufs) -> R {
 pub unsafe fn allgatherv(c: &Ctx, b: Bufs, counts: *const c_int, displs: *const c_int) -> R {
     let (p, r) = (c.p(), c.r());
     let rt = Ty::of(b.rdt);
-    let at = |i: usize| rt.at(b.rbuf, 0).wrapping_byte_offset(*displs.add(i) as isize * rt.ext);
+    let at = |i: usize| {
+        rt.at(b.rbuf, 0)
+            .wrapping_byte_offset(*displs.add(i) as isize * rt.ext)
+    };
     let cnt = |i: usize| count(*counts.add(i));
     if !in_place(b.sbuf) {
         c.copy(b.sbuf, b.scount, b.sdt, at(r), cnt(r), b.rdt)?;
@@ -803,7 +819,11 @@ pub unsafe fn reduce_scatter(
         return Ok(());
     }
     let t = Ty::of(dt);
-    let inbuf = if in_place(sbuf) { rbuf.cast_const() } else { sbuf };
+    let inbuf = if in_place(sbuf) {
+        rbuf.cast_const()
+    } else {
+        sbuf
+    };
     let mut acc = Tmp::new(&t, if r == 0 { total } else { 0 });
     let bin = Choice {
         alg: Alg::Binomial,
@@ -849,7 +869,11 @@ pub unsafe fn scan(
         return Ok(());
     }
     let t = Ty::of(dt);
-    let inbuf = if in_place(sbuf) { rbuf.cast_const() } else { sbuf };
+    let inbuf = if in_place(sbuf) {
+        rbuf.cast_const()
+    } else {
+        sbuf
+    };
     // mine = x_r, kept apart from rbuf (which may be the input).
     let mut mine = Tmp::new(&t, n);
     c.copy(inbuf, n, dt, mine.p(), n, dt)?;
@@ -903,16 +927,6 @@ pub unsafe fn scan(
         c.copy(result.p(), n, dt, rbuf, n, dt)?;
     }
     Ok(())
-}
-
-/// Checks an MPI return code from a native call made for a collective.
-pub fn native(rc: c_int) -> R {
-    chk(rc)
-}
-
-#[allow(dead_code)]
-unsafe fn _keep(_: unsafe fn()) {
-    let _ = real::PMPI_Barrier;
 }
 
 #[cfg(test)]

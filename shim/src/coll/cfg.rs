@@ -98,22 +98,102 @@ struct Spec {
 
 use Alg::*;
 const SPECS: [Spec; N_OPS] = [
-    Spec { op: Op::Barrier, var: "LOGGP_COLL_BARRIER", algs: &[Bruck, RecursiveDoubling, Linear, Ring], seg: false },
-    Spec { op: Op::Bcast, var: "LOGGP_COLL_BCAST", algs: &[Binomial, Binary, Pipeline, Linear], seg: true },
-    Spec { op: Op::Reduce, var: "LOGGP_COLL_REDUCE", algs: &[Binomial, Binary, Pipeline, Linear], seg: true },
-    Spec { op: Op::Allreduce, var: "LOGGP_COLL_ALLREDUCE", algs: &[RecursiveDoubling, ReduceBcast], seg: false },
-    Spec { op: Op::Gather, var: "LOGGP_COLL_GATHER", algs: &[Binomial, Linear], seg: false },
-    Spec { op: Op::Scatter, var: "LOGGP_COLL_SCATTER", algs: &[Binomial, Linear], seg: false },
-    Spec { op: Op::Allgather, var: "LOGGP_COLL_ALLGATHER", algs: &[RecursiveDoubling, Ring], seg: false },
-    Spec { op: Op::Alltoall, var: "LOGGP_COLL_ALLTOALL", algs: &[Pairwise, Linear], seg: false },
-    Spec { op: Op::Gatherv, var: "LOGGP_COLL_GATHERV", algs: &[Linear], seg: false },
-    Spec { op: Op::Scatterv, var: "LOGGP_COLL_SCATTERV", algs: &[Linear], seg: false },
-    Spec { op: Op::Allgatherv, var: "LOGGP_COLL_ALLGATHERV", algs: &[Ring], seg: false },
-    Spec { op: Op::Alltoallv, var: "LOGGP_COLL_ALLTOALLV", algs: &[Pairwise], seg: false },
-    Spec { op: Op::ReduceScatterBlock, var: "LOGGP_COLL_REDUCE_SCATTER_BLOCK", algs: &[ReduceScatter], seg: false },
-    Spec { op: Op::ReduceScatter, var: "LOGGP_COLL_REDUCE_SCATTER", algs: &[ReduceScatter], seg: false },
-    Spec { op: Op::Scan, var: "LOGGP_COLL_SCAN", algs: &[RecursiveDoubling, Linear], seg: false },
-    Spec { op: Op::Exscan, var: "LOGGP_COLL_EXSCAN", algs: &[RecursiveDoubling, Linear], seg: false },
+    Spec {
+        op: Op::Barrier,
+        var: "LOGGP_COLL_BARRIER",
+        algs: &[Bruck, RecursiveDoubling, Linear, Ring],
+        seg: false,
+    },
+    Spec {
+        op: Op::Bcast,
+        var: "LOGGP_COLL_BCAST",
+        algs: &[Binomial, Binary, Pipeline, Linear],
+        seg: true,
+    },
+    Spec {
+        op: Op::Reduce,
+        var: "LOGGP_COLL_REDUCE",
+        algs: &[Binomial, Binary, Pipeline, Linear],
+        seg: true,
+    },
+    Spec {
+        op: Op::Allreduce,
+        var: "LOGGP_COLL_ALLREDUCE",
+        algs: &[RecursiveDoubling, ReduceBcast],
+        seg: false,
+    },
+    Spec {
+        op: Op::Gather,
+        var: "LOGGP_COLL_GATHER",
+        algs: &[Binomial, Linear],
+        seg: false,
+    },
+    Spec {
+        op: Op::Scatter,
+        var: "LOGGP_COLL_SCATTER",
+        algs: &[Binomial, Linear],
+        seg: false,
+    },
+    Spec {
+        op: Op::Allgather,
+        var: "LOGGP_COLL_ALLGATHER",
+        algs: &[RecursiveDoubling, Ring],
+        seg: false,
+    },
+    Spec {
+        op: Op::Alltoall,
+        var: "LOGGP_COLL_ALLTOALL",
+        algs: &[Pairwise, Linear],
+        seg: false,
+    },
+    Spec {
+        op: Op::Gatherv,
+        var: "LOGGP_COLL_GATHERV",
+        algs: &[Linear],
+        seg: false,
+    },
+    Spec {
+        op: Op::Scatterv,
+        var: "LOGGP_COLL_SCATTERV",
+        algs: &[Linear],
+        seg: false,
+    },
+    Spec {
+        op: Op::Allgatherv,
+        var: "LOGGP_COLL_ALLGATHERV",
+        algs: &[Ring],
+        seg: false,
+    },
+    Spec {
+        op: Op::Alltoallv,
+        var: "LOGGP_COLL_ALLTOALLV",
+        algs: &[Pairwise],
+        seg: false,
+    },
+    Spec {
+        op: Op::ReduceScatterBlock,
+        var: "LOGGP_COLL_REDUCE_SCATTER_BLOCK",
+        algs: &[ReduceScatter],
+        seg: false,
+    },
+    Spec {
+        op: Op::ReduceScatter,
+        var: "LOGGP_COLL_REDUCE_SCATTER",
+        algs: &[ReduceScatter],
+        seg: false,
+    },
+    Spec {
+        op: Op::Scan,
+        var: "LOGGP_COLL_SCAN",
+        algs: &[RecursiveDoubling, Linear],
+        seg: false,
+    },
+    Spec {
+        op: Op::Exscan,
+        var: "LOGGP_COLL_EXSCAN",
+        algs: &[RecursiveDoubling, Linear],
+        seg: false,
+    },
 ];
 
 /// The global switch.
@@ -297,7 +377,10 @@ mod tests {
     #[test]
     fn bad_values_name_variable_and_choices() {
         let e = cfg(&[("LOGGP_COLL_BCAST", "ring")]).unwrap_err();
-        assert!(e.starts_with("LOGGP_COLL_BCAST=\"ring\" is not accepted"), "{e}");
+        assert!(
+            e.starts_with("LOGGP_COLL_BCAST=\"ring\" is not accepted"),
+            "{e}"
+        );
         assert!(e.contains("binomial, binary, pipeline, linear"), "{e}");
         assert!(cfg(&[("LOGGP_COLL_BARRIER", "bruck:8KiB")]).is_err());
         assert!(cfg(&[("LOGGP_COLL_BCAST", "binomial:8 parsecs")]).is_err());

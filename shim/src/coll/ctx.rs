@@ -272,7 +272,6 @@ pub unsafe fn commutative(op: Op) -> bool {
 /// A datatype's geometry (MPI-3.1 §4.1.7–8).
 #[derive(Clone, Copy, Debug)]
 pub struct Ty {
-    pub dt: Datatype,
     pub size: usize,
     pub ext: isize,
     pub tlb: isize,
@@ -288,7 +287,6 @@ impl Ty {
         real::PMPI_Type_get_extent(dt, &mut lb, &mut ext);
         real::PMPI_Type_get_true_extent(dt, &mut tlb, &mut text);
         Ty {
-            dt,
             size: count(size),
             ext,
             tlb,

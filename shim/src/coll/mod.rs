@@ -1,1 +1,467 @@
-//! Collectives over the shim's perturbed point-to-point (issue 4; being built).
+//! Collectives over the shim's perturbed point-to-point (issue 4).
+//!
+//! Open MPI and MPICH run collectives on internal paths that no PMPI symbol
+//! sees, so while virtual time is on the shim runs them itself: every
+//! constituent message goes through the engine's send/receive on a private
+//! duplicate of the application's communicator, and so feels L, o_s, o_r,
+//! g_s, g_r and G exactly as application messages do. With virtual time off
+//! each wrapper is a plain call to the library's own `PMPI_` function.
+//!
+//! * `cfg` — `LOGGP_COLL_<OP>=<algorithm>[:<segment>]` (pure, tested);
+//! * `algo` — the algorithms (Pješivac-Grbović et al. §4);
+//! * `ctx` — private communicator, point-to-point, buffers, local reduction.
+//!
+//! The private duplicate is made (`MPI_Comm_dup`) inside the first
+//! collective a communicator sees, which every rank of it calls; it is
+//! freed when the application frees the communicator (`MPI_Comm_free`,
+//! `MPI_Comm_disconnect`, wrapped here) or by `finalize`.
+//!
+//! Limits: intercommunicators are refused with one line; the nonblocking
+//! collectives (`MPI_Ibcast`, …), `MPI_Alltoallw`, the neighbourhood
+//! collectives and MPICH's large-count `_c` collectives stay native (correct
+//! but unperturbed): running a nonblocking collective to completion inside
+//! its initiating call could deadlock a correct program (one that completes
+//! a send the peer needs before it joins the collective), and progressing it
+//! in the background needs hooks in Wait/Test.
+#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
+
+mod algo;
+mod cfg;
+mod ctx;
+
+use crate::abi::{self, key, Comm, Datatype, Op as MpiOp};
+use crate::engine::{self, active};
+use crate::log;
+use crate::real;
+use algo::{Bufs, V};
+use cfg::{Alg, Choice, CollCfg, Op};
+use ctx::{count, Ctx, R};
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Mutex, OnceLock};
+
+// --------------------------------------------------------- private comms
+
+struct Entry {
+    dup: Comm,
+    rank: c_int,
+    size: c_int,
+}
+
+// SAFETY: a communicator handle is a plain value usable from any thread.
+unsafe impl Send for Entry {}
+
+static COMMS: Mutex<Option<HashMap<usize, Entry>>> = Mutex::new(None);
+
+fn comms() -> std::sync::MutexGuard<'static, Option<HashMap<usize, Entry>>> {
+    COMMS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Prints `msg` from the rank that is 0 in `comm` and ends the job. The
+/// other ranks give it a moment to print before they abort too.
+unsafe fn stop(comm: Comm, msg: &str) -> ! {
+    let e = engine::get();
+    let mut r: c_int = 0;
+    real::PMPI_Comm_rank(comm, &mut r);
+    if r == 0 {
+        log::line(msg);
+    } else {
+        libc::usleep(500_000);
+    }
+    real::PMPI_Abort(e.c.comm_world, 1);
+    libc::_exit(1)
+}
+
+static CFG: OnceLock<Result<CollCfg, String>> = OnceLock::new();
+
+/// The algorithm choices; a bad variable stops the job at the first
+/// collective with one line.
+unsafe fn config(comm: Comm) -> &'static CollCfg {
+    match CFG.get_or_init(|| CollCfg::from_vars(std::env::vars())) {
+        Ok(c) => c,
+        Err(msg) => stop(comm, msg),
+    }
+}
+
+/// The private duplicate of `comm` (made on first use) as a context for
+/// one collective.
+unsafe fn ctx(comm: Comm, name: &str, op: Op) -> R<Ctx> {
+    let e = engine::get();
+    let tag = 100 + op as c_int;
+    if let Some(en) = comms().as_ref().and_then(|m| m.get(&key(comm))) {
+        return Ok(Ctx {
+            e,
+            comm: en.dup,
+            rank: en.rank,
+            size: en.size,
+            tag,
+        });
+    }
+    let mut inter: c_int = 0;
+    ctx::chk(real::PMPI_Comm_test_inter(comm, &mut inter))?;
+    if inter != 0 {
+        stop(
+            comm,
+            &format!(
+                "{name} on an intercommunicator is not supported while virtual time is on \
+                 (the shim runs collectives on intracommunicators only); stopping"
+            ),
+        );
+    }
+    // Not under the lock: MPI_Comm_dup is collective, and another thread
+    // may be making another communicator's duplicate.
+    let mut dup = e.c.comm_null;
+    ctx::chk(real::PMPI_Comm_dup(comm, &mut dup))?;
+    let (mut rank, mut size) = (0, 1);
+    real::PMPI_Comm_rank(dup, &mut rank);
+    real::PMPI_Comm_size(dup, &mut size);
+    agree(dup, comm);
+    comms()
+        .get_or_insert_with(HashMap::new)
+        .insert(key(comm), Entry { dup, rank, size });
+    Ok(Ctx {
+        e,
+        comm: dup,
+        rank,
+        size,
+        tag,
+    })
+}
+
+/// Every rank must choose the same algorithms, or the collectives would
+/// mismatch: checked natively once per communicator.
+unsafe fn agree(dup: Comm, comm: Comm) {
+    let e = engine::get();
+    let mut h = DefaultHasher::new();
+    config(comm).hash(&mut h);
+    let mine = h.finish();
+    let (mut mx, mut mn) = (0u64, 0u64);
+    real::PMPI_Allreduce(
+        (&mine as *const u64).cast(),
+        (&mut mx as *mut u64).cast(),
+        1,
+        e.c.uint64,
+        e.c.op_max,
+        dup,
+    );
+    real::PMPI_Allreduce(
+        (&mine as *const u64).cast(),
+        (&mut mn as *mut u64).cast(),
+        1,
+        e.c.uint64,
+        e.c.op_min,
+        dup,
+    );
+    if mx != mn {
+        stop(
+            comm,
+            "the ranks were started with different LOGGP_COLL* settings; every rank must have the same",
+        );
+    }
+}
+
+/// Forgets (and frees) the private duplicate of a communicator the
+/// application is freeing.
+unsafe fn forget(comm: Comm) {
+    let en = comms().as_mut().and_then(|m| m.remove(&key(comm)));
+    if let Some(mut en) = en {
+        real::PMPI_Comm_free(&mut en.dup);
+    }
+}
+
+/// Frees every private duplicate; to be called before the real
+/// MPI_Finalize (MPI would reclaim them anyway).
+#[allow(dead_code)] // Wired from init::before_finalize by the engine's owner.
+pub unsafe fn finalize() {
+    let all = comms().take();
+    for (_, mut en) in all.into_iter().flatten() {
+        real::PMPI_Comm_free(&mut en.dup);
+    }
+}
+
+mpi_fn!(MPI_Comm_free / PMPI_Comm_free (comm: *mut Comm) {
+    if active() && !comm.is_null() {
+        forget(*comm);
+    }
+    real::PMPI_Comm_free(comm)
+});
+
+mpi_fn!(MPI_Comm_disconnect / PMPI_Comm_disconnect (comm: *mut Comm) {
+    if active() && !comm.is_null() {
+        forget(*comm);
+    }
+    real::PMPI_Comm_disconnect(comm)
+});
+
+// ------------------------------------------------------------- dispatch
+
+/// Runs `f` over the private duplicate, or returns `None` when the
+/// operation is configured `native`.
+unsafe fn run(op: Op, name: &str, comm: Comm, f: impl FnOnce(&Ctx, Choice) -> R) -> Option<c_int> {
+    let ch = config(comm).get(op);
+    if ch.alg == Alg::Native {
+        return None;
+    }
+    let c = match ctx(comm, name, op) {
+        Ok(c) => c,
+        Err(rc) => return Some(rc),
+    };
+    Some(match f(&c, ch) {
+        Ok(()) => abi::SUCCESS,
+        Err(rc) => rc,
+    })
+}
+
+/// The default algorithm when the variable says `auto`.
+fn resolve(op: Op, ch: Choice, bytes: usize, p: usize) -> Choice {
+    if ch.alg != Alg::Auto {
+        return ch;
+    }
+    let big = |alg| Choice {
+        alg,
+        // Segment only large messages (pipelining through the tree).
+        seg: if bytes > 1 << 20 { 128 << 10 } else { 0 },
+    };
+    let plain = |alg| Choice { alg, seg: 0 };
+    match op {
+        Op::Barrier => plain(Alg::Bruck),
+        Op::Bcast | Op::Reduce => big(Alg::Binomial),
+        Op::Allreduce | Op::Scan | Op::Exscan => plain(Alg::RecursiveDoubling),
+        Op::Gather | Op::Scatter => plain(Alg::Binomial),
+        Op::Allgather if p.is_power_of_two() => plain(Alg::RecursiveDoubling),
+        Op::Allgather | Op::Allgatherv => plain(Alg::Ring),
+        Op::Alltoall | Op::Alltoallv => plain(Alg::Pairwise),
+        Op::Gatherv | Op::Scatterv => plain(Alg::Linear),
+        Op::ReduceScatterBlock | Op::ReduceScatter => plain(Alg::ReduceScatter),
+    }
+}
+
+unsafe fn bytes_of(n: c_int, dt: Datatype) -> usize {
+    ctx::Ty::of(dt).bytes(count(n))
+}
+
+/// The input of a reduction: `rbuf` when `sbuf` is MPI_IN_PLACE.
+fn input(sbuf: *const c_void, rbuf: *mut c_void) -> *const c_void {
+    if sbuf as usize == abi::IN_PLACE {
+        rbuf.cast_const()
+    } else {
+        sbuf
+    }
+}
+
+fn root_of(root: c_int) -> usize {
+    count(root)
+}
+
+// ------------------------------------------------------------- exports
+
+mpi_fn!(MPI_Barrier / PMPI_Barrier (comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Barrier, "MPI_Barrier", comm, |c, ch| {
+            algo::barrier(c, resolve(Op::Barrier, ch, 0, c.p()).alg)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Barrier(comm)
+});
+
+mpi_fn!(MPI_Bcast / PMPI_Bcast (buf: *mut c_void, n: c_int, dt: Datatype, root: c_int, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Bcast, "MPI_Bcast", comm, |c, ch| {
+            let ch = resolve(Op::Bcast, ch, bytes_of(n, dt), c.p());
+            algo::bcast(c, ch, buf, count(n), dt, root_of(root))
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Bcast(buf, n, dt, root, comm)
+});
+
+mpi_fn!(MPI_Reduce / PMPI_Reduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, root: c_int, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Reduce, "MPI_Reduce", comm, |c, ch| {
+            let ch = resolve(Op::Reduce, ch, bytes_of(n, dt), c.p());
+            algo::reduce(c, ch, input(sbuf, rbuf), rbuf, count(n), dt, op, root_of(root))
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Reduce(sbuf, rbuf, n, dt, op, root, comm)
+});
+
+mpi_fn!(MPI_Allreduce / PMPI_Allreduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Allreduce, "MPI_Allreduce", comm, |c, ch| {
+            let ch = resolve(Op::Allreduce, ch, bytes_of(n, dt), c.p());
+            algo::allreduce(c, ch.alg, input(sbuf, rbuf), rbuf, count(n), dt, op)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Allreduce(sbuf, rbuf, n, dt, op, comm)
+});
+
+fn bufs(
+    sbuf: *const c_void,
+    scount: c_int,
+    sdt: Datatype,
+    rbuf: *mut c_void,
+    rcount: c_int,
+    rdt: Datatype,
+) -> Bufs {
+    Bufs {
+        sbuf,
+        scount: count(scount),
+        sdt,
+        rbuf,
+        rcount: count(rcount),
+        rdt,
+    }
+}
+
+mpi_fn!(MPI_Gather / PMPI_Gather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Gather, "MPI_Gather", comm, |c, ch| {
+            let ch = resolve(Op::Gather, ch, 0, c.p());
+            algo::gather(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), root_of(root))
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm)
+});
+
+mpi_fn!(MPI_Scatter / PMPI_Scatter (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Scatter, "MPI_Scatter", comm, |c, ch| {
+            let ch = resolve(Op::Scatter, ch, 0, c.p());
+            algo::scatter(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), root_of(root))
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm)
+});
+
+mpi_fn!(MPI_Allgather / PMPI_Allgather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Allgather, "MPI_Allgather", comm, |c, ch| {
+            let ch = resolve(Op::Allgather, ch, 0, c.p());
+            algo::allgather(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt))
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm)
+});
+
+mpi_fn!(MPI_Alltoall / PMPI_Alltoall (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Alltoall, "MPI_Alltoall", comm, |c, ch| {
+            let ch = resolve(Op::Alltoall, ch, 0, c.p());
+            algo::alltoall(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt))
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm)
+});
+
+mpi_fn!(MPI_Gatherv / PMPI_Gatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, root: c_int, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Gatherv, "MPI_Gatherv", comm, |c, _| {
+            algo::gatherv(c, bufs(sbuf, scount, sdt, rbuf, 0, rdt), rcounts, displs, root_of(root))
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Gatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm)
+});
+
+mpi_fn!(MPI_Scatterv / PMPI_Scatterv (sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Scatterv, "MPI_Scatterv", comm, |c, _| {
+            algo::scatterv(c, bufs(sbuf, 0, sdt, rbuf, rcount, rdt), scounts, displs, root_of(root))
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Scatterv(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm)
+});
+
+mpi_fn!(MPI_Allgatherv / PMPI_Allgatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Allgatherv, "MPI_Allgatherv", comm, |c, _| {
+            algo::allgatherv(c, bufs(sbuf, scount, sdt, rbuf, 0, rdt), rcounts, displs)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm)
+});
+
+mpi_fn!(MPI_Alltoallv / PMPI_Alltoallv (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Datatype, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Alltoallv, "MPI_Alltoallv", comm, |c, _| {
+            algo::alltoallv(
+                c,
+                bufs(sbuf, 0, sdt, rbuf, 0, rdt),
+                V { counts: scounts, displs: sdispls },
+                V { counts: rcounts, displs: rdispls },
+            )
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm)
+});
+
+mpi_fn!(MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::ReduceScatterBlock, "MPI_Reduce_scatter_block", comm, |c, _| {
+            let counts = vec![count(n); c.p()];
+            algo::reduce_scatter(c, sbuf, rbuf, &counts, dt, op)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Reduce_scatter_block(sbuf, rbuf, n, dt, op, comm)
+});
+
+mpi_fn!(MPI_Reduce_scatter / PMPI_Reduce_scatter (sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Datatype, op: MpiOp, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::ReduceScatter, "MPI_Reduce_scatter", comm, |c, _| {
+            let counts: Vec<usize> = (0..c.p()).map(|i| count(*rcounts.add(i))).collect();
+            algo::reduce_scatter(c, sbuf, rbuf, &counts, dt, op)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dt, op, comm)
+});
+
+mpi_fn!(MPI_Scan / PMPI_Scan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Scan, "MPI_Scan", comm, |c, ch| {
+            let ch = resolve(Op::Scan, ch, 0, c.p());
+            algo::scan(c, ch.alg, sbuf, rbuf, count(n), dt, op, false)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Scan(sbuf, rbuf, n, dt, op, comm)
+});
+
+mpi_fn!(MPI_Exscan / PMPI_Exscan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
+    if active() {
+        if let Some(rc) = run(Op::Exscan, "MPI_Exscan", comm, |c, ch| {
+            let ch = resolve(Op::Exscan, ch, 0, c.p());
+            algo::scan(c, ch.alg, sbuf, rbuf, count(n), dt, op, true)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Exscan(sbuf, rbuf, n, dt, op, comm)
+});
