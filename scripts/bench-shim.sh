@@ -49,6 +49,7 @@ print(f"\n== {mpi}, np=2 ({path})")
 print(f"{'metric':<22}{'native':>12}{'shim, zero':>12}{'shim, VT on':>13}{'zero-native':>13}{'VT-native':>12}")
 for k, unit in [("half_rtt_8", "us"), ("o_s", "us"), ("o_r", "us"), ("gap", "us"), ("half_rtt_1m", "us")]:
     print(f"{k+' ('+unit+')':<22}{n[k]:>12.3f}{z[k]:>12.3f}{v[k]:>13.3f}{(z[k]-n[k])*1000:>11.0f}ns{(v[k]-n[k])*1000:>10.0f}ns")
+print(f"{'call (ns)':<22}{n['call_ns']:>12.2f}{z['call_ns']:>12.2f}{v['call_ns']:>13.2f}{z['call_ns']-n['call_ns']:>11.2f}ns{v['call_ns']-n['call_ns']:>10.2f}ns")
 print(f"{'1 MiB time, VT/native':<22}{v['half_rtt_1m']/n['half_rtt_1m']*100-100:>+11.2f}%   (8 B half RTT p10..p90 native {n['half_rtt_8_p10']:.3f}..{n['half_rtt_8_p90']:.3f} us)")
 print(f"\n{'knob':<8}{'requested':>10}{'realised':>10}{'error':>10}{'error %':>9}")
 metric = {"L": "half_rtt_8", "o_s": "o_s", "o_r": "o_r"}
