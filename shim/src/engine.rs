@@ -938,7 +938,8 @@ impl Engine {
     ) -> c_int {
         let mut cancelled: c_int = 0;
         PMPI_Test_cancelled(st, &mut cancelled);
-        if cancelled != 0 || st.source() == abi::PROC_NULL {
+        // Cancelled, from MPI_PROC_NULL, or an empty status: no message.
+        if cancelled != 0 || st.source() == abi::PROC_NULL || st.source() == abi::ANY_SOURCE {
             return abi::SUCCESS;
         }
         let mut got: c_int = 0;
@@ -1432,9 +1433,14 @@ impl Engine {
     fn take(&self, r: Request) -> Option<Pending> {
         let mut st = self.lock();
         let k = key(r);
-        let persistent = st.reqs.get(&k)?.persistent();
-        if !persistent {
+        let p = st.reqs.get(&k)?;
+        if !p.persistent() {
             return st.reqs.remove(&k);
+        }
+        if !p.active() {
+            // An inactive persistent request completes at once with an
+            // empty status: nothing of ours to do.
+            return None;
         }
         let p = st.reqs.get_mut(&k)?;
         Some(match p {
@@ -1480,29 +1486,12 @@ impl Engine {
         if r == self.c.request_null {
             return PMPI_Wait(req, status);
         }
-        let Some(mut p) = self.take(r) else {
-            return PMPI_Wait(req, status);
-        };
-        if let Pending::PRecv { .. } = p {
-            // The header is written by MPI into the entry's box: read it
-            // after completion, below.
-        }
         let mut st = Status::zeroed();
-        let rc = PMPI_Wait(req, &mut st);
-        if let Pending::PRecv { hdr, .. } = &mut p {
-            if let Some(Pending::PRecv { hdr: live, .. }) = self.lock().reqs.get(&key(r)) {
-                **hdr = **live;
-            }
-        }
-        let rc2 = self.finish(&mut p, &mut st, true, rc);
+        let rc = self.complete_one(req, &mut st);
         if !abi::status_ignored(status) {
             st.copy_to(status);
         }
-        if ok(rc) {
-            rc2
-        } else {
-            rc
-        }
+        rc
     }
 
     /// Completes `reqs[i]` (known complete natively and ready) into `st`.
