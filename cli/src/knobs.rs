@@ -54,7 +54,9 @@ pub fn take_flag(args: &[String], i: usize) -> Result<Option<(String, String, us
 /// (flags win) and validates the result as the shim will.
 pub fn resolve(flags: &[(String, String)]) -> Result<Vec<(String, String)>, String> {
     let mut vars: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("LOGGP_") && loggp_core::config::VARIABLES.iter().any(|v| v.0 == k))
+        .filter(|(k, _)| {
+            k.starts_with("LOGGP_") && loggp_core::config::VARIABLES.iter().any(|v| v.0 == k)
+        })
         .collect();
     for (k, v) in flags {
         vars.retain(|(k2, _)| k2 != k);

@@ -150,7 +150,9 @@ mod tests {
     use super::*;
 
     fn args(c: &Command) -> Vec<String> {
-        c.get_args().map(|a| a.to_string_lossy().into_owned()).collect()
+        c.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 
     #[test]
@@ -160,13 +162,23 @@ mod tests {
         let c = command(Mpi::OpenMpi, Path::new("/s.so"), &vars, &cmd);
         assert_eq!(
             args(&c),
-            ["-x", "LD_PRELOAD=/s.so", "-x", "LOGGP_L=5us", "-np", "2", "./a"]
+            [
+                "-x",
+                "LD_PRELOAD=/s.so",
+                "-x",
+                "LOGGP_L=5us",
+                "-np",
+                "2",
+                "./a"
+            ]
         );
     }
 
     #[test]
     fn mpich_uses_genv() {
-        let cmd: Vec<String> = ["mpiexec.hydra", "-n", "2", "./a"].map(String::from).to_vec();
+        let cmd: Vec<String> = ["mpiexec.hydra", "-n", "2", "./a"]
+            .map(String::from)
+            .to_vec();
         let c = command(Mpi::Mpich, Path::new("/s.so"), &[], &cmd);
         assert_eq!(args(&c), ["-genv", "LD_PRELOAD", "/s.so", "-n", "2", "./a"]);
     }

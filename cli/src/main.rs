@@ -82,7 +82,12 @@ fn cmd_run(args: &[String]) -> Result<ExitCode, String> {
                 flags.push((var, val));
                 i += used;
             }
-            None => return Err(format!("run: unknown flag {:?} (put the program after --)", args[i])),
+            None => {
+                return Err(format!(
+                    "run: unknown flag {:?} (put the program after --)",
+                    args[i]
+                ))
+            }
         }
     }
     let cmd = &args[i..];
@@ -93,7 +98,10 @@ fn cmd_run(args: &[String]) -> Result<ExitCode, String> {
     let mpi = match mpi {
         Some(m) => m,
         None => launch::detect_mpi(&cmd[0]).ok_or_else(|| {
-            format!("cannot tell which MPI {:?} belongs to; say --mpi openmpi or --mpi mpich", cmd[0])
+            format!(
+                "cannot tell which MPI {:?} belongs to; say --mpi openmpi or --mpi mpich",
+                cmd[0]
+            )
         })?,
     };
     let shim = launch::shim_path(mpi)?;

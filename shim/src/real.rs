@@ -154,6 +154,7 @@ reals! {
 reals! {
     fn PMPI_Comm_test_inter(comm: Comm, flag: *mut c_int);
     fn PMPI_Comm_disconnect(comm: *mut Comm);
+    fn PMPI_Intercomm_merge(comm: Comm, high: c_int, new: *mut Comm);
     fn PMPI_Op_commutative(op: Op, commute: *mut c_int);
     fn PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, dt: Datatype, op: Op);
     fn PMPI_Reduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, root: c_int, comm: Comm);

@@ -1,7 +1,861 @@
-//! `loggp calibrate` (being built).
+//! `loggp calibrate`: measures the native machine (the baseline), then, per
+//! knob, the machine emulated by the shim over a sweep of requested values,
+//! and prints León et al.'s Tables 1–6 for it: requested, realised, percent
+//! error, and every other parameter with avg/std rows, plus a summary
+//! against León's published average errors (DESIGN.md §3, issue 3).
+//!
+//! The measurement is `calibrate/prtt.c` (Hoefler's PRTT method); the
+//! statistics are `loggp_core::stats` and `loggp_core::fit`; this module
+//! only orchestrates, and `report` writes the files.
 
+mod kernel;
+mod report;
+
+use crate::knobs::knob_var;
+use crate::launch::{self, Mpi};
+use kernel::{KernelOpts, Params, PARAMS};
+use loggp_core::stats;
+use loggp_core::units::{parse_g_ns_per_byte, parse_time_ns};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
-pub fn main(_args: &[String]) -> Result<ExitCode, String> {
-    Err("calibrate is not built yet".into())
+const USAGE: &str = "\
+usage: loggp calibrate [--mpi openmpi|mpich] [--np N] [--knob L,o_s,o_r,g_s,g_r,G|all|none]
+                       [--values T1,T2,...] [--g-values BW1,BW2,...] [--size BYTES]
+                       [--out DIR] [--quick] [--reanalyse DIR]
+                       [--reps R] [--fit-reps R] [--baseline-runs K] [--timeout SECONDS]
+
+  Measures L, o_s, o_r, g, g_s, g_r, G with Hoefler's PRTT method, natively
+  (baseline) and through the shim for each requested knob value, and writes
+  report.md, calibration.csv, calibration.json, plots (SVG) and the raw
+  kernel output into --out (default ./loggp-calibration).
+
+  defaults: --knob all; time knobs 0,20,40,60,80,100,120us (León: 0..120us);
+            G 256,512,...,16384MB/s (León's key: 2^x MB/s, x = 8..14);
+            --np 2, --size 8, --reps 100, --fit-reps 15, --baseline-runs 3
+  --quick:  --knob o_s, values 0,20,50us (G: 1024,4096MB/s), --reps 40,
+            --fit-reps 7, --baseline-runs 2
+  --values:   requested values of the time knobs (L, o_s, o_r, g_s, g_r);
+  --g-values: requested values of G (bandwidths, or time per byte);
+              in both, bare numbers take the unit of the last value (0,20,40us).
+  --reanalyse DIR: rebuild the report from DIR/raw/*.txt of an earlier run
+              (no measurement; writes into --out, default DIR).
+  Only one MPI job runs at a time: each run takes /tmp/loggp-mpi.lock.";
+
+/// One knob of the shim and what the report needs to know about it.
+#[derive(Clone, Copy, Debug)]
+pub struct Knob {
+    /// Name in `--knob` lists and in the report (`o_s`).
+    pub name: &'static str,
+    /// Floor knob (In⁼): realised = measured. Added knob (In⁺): realised =
+    /// measured − baseline (the median of the baseline runs).
+    pub floor: bool,
+    /// Parameters that LogGP says must move with this knob (León §6.2: an
+    /// overhead raises the gap); not flagged as drift.
+    pub coupled: &'static [&'static str],
+    /// León et al.'s average % error for this knob (Tables 1–6).
+    pub leon: f64,
+    /// Default sweep.
+    pub default_values: &'static str,
+    pub quick_values: &'static str,
+}
+
+const TIME_VALUES: &str = "0,20,40,60,80,100,120us";
+const TIME_QUICK: &str = "0,20,50us";
+
+pub const KNOBS: &[Knob] = &[
+    Knob {
+        name: "L",
+        floor: false,
+        coupled: &["RTT"],
+        leon: 6.79,
+        default_values: TIME_VALUES,
+        quick_values: TIME_QUICK,
+    },
+    Knob {
+        name: "o_s",
+        floor: false,
+        coupled: &["RTT", "g", "g_s"],
+        leon: 0.64,
+        default_values: TIME_VALUES,
+        quick_values: TIME_QUICK,
+    },
+    Knob {
+        name: "o_r",
+        floor: false,
+        coupled: &["RTT", "g", "g_r"],
+        leon: 2.64,
+        default_values: TIME_VALUES,
+        quick_values: TIME_QUICK,
+    },
+    Knob {
+        name: "g_s",
+        floor: true,
+        coupled: &["g"],
+        leon: 1.52,
+        default_values: TIME_VALUES,
+        quick_values: TIME_QUICK,
+    },
+    Knob {
+        name: "g_r",
+        floor: true,
+        coupled: &["g"],
+        leon: 2.99,
+        default_values: TIME_VALUES,
+        quick_values: TIME_QUICK,
+    },
+    Knob {
+        name: "G",
+        floor: true,
+        coupled: &["RTT", "g"],
+        leon: 8.60,
+        default_values: "256,512,1024,2048,4096,8192,16384MB/s",
+        quick_values: "1024,4096MB/s",
+    },
+];
+
+/// A requested value: what the shim is told, and the value in ns (G: ns/B).
+#[derive(Clone, Debug)]
+pub struct Requested {
+    pub text: String,
+    pub value: f64,
+}
+
+/// Parsed command line.
+#[derive(Clone, Debug)]
+pub struct Opts {
+    pub mpi: Mpi,
+    pub np: u32,
+    pub knobs: Vec<Knob>,
+    pub values: Option<String>,
+    pub g_values: Option<String>,
+    pub size: u64,
+    pub out: PathBuf,
+    pub quick: bool,
+    pub reps: u32,
+    pub fit_reps: u32,
+    pub baseline_runs: u32,
+    pub timeout: Duration,
+    pub reanalyse: Option<PathBuf>,
+}
+
+fn parse_num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("{flag} {v:?} is not accepted: expected a whole number"))
+}
+
+impl Opts {
+    pub fn parse(args: &[String]) -> Result<Opts, String> {
+        let mut mpi = Mpi::OpenMpi;
+        let mut np = 2;
+        let mut knobs: Option<String> = None;
+        let mut values = None;
+        let mut g_values = None;
+        let mut size = 8;
+        let mut out = PathBuf::from("loggp-calibration");
+        let mut quick = false;
+        let mut reps = None;
+        let mut fit_reps = None;
+        let mut baseline_runs = None;
+        let mut timeout = 300;
+        let mut reanalyse = None;
+        let mut out_given = false;
+        let mut i = 0;
+        while i < args.len() {
+            let a = args[i].as_str();
+            if a == "--quick" {
+                quick = true;
+                i += 1;
+                continue;
+            }
+            if a == "-h" || a == "--help" {
+                return Err(USAGE.into());
+            }
+            let (flag, v, used) = match a.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, v.to_string(), 1),
+                _ => (
+                    a,
+                    args.get(i + 1)
+                        .cloned()
+                        .ok_or_else(|| format!("calibrate: {a} needs a value\n{USAGE}"))?,
+                    2,
+                ),
+            };
+            match flag {
+                "--mpi" => mpi = Mpi::parse(&v)?,
+                "--np" => np = parse_num(flag, &v)?,
+                "--knob" | "--knobs" => knobs = Some(v),
+                "--values" => values = Some(v),
+                "--g-values" => g_values = Some(v),
+                "--size" => size = parse_num(flag, &v)?,
+                "--out" => {
+                    out = PathBuf::from(v);
+                    out_given = true;
+                }
+                "--reanalyse" | "--reanalyze" => reanalyse = Some(PathBuf::from(v)),
+                "--reps" => reps = Some(parse_num(flag, &v)?),
+                "--fit-reps" => fit_reps = Some(parse_num(flag, &v)?),
+                "--baseline-runs" => baseline_runs = Some(parse_num(flag, &v)?),
+                "--timeout" => timeout = parse_num(flag, &v)?,
+                _ => return Err(format!("calibrate: unknown argument {a:?}\n{USAGE}")),
+            }
+            i += used;
+        }
+        let knobs = match knobs.as_deref() {
+            None if quick => vec![KNOBS[1]],
+            None | Some("all") => KNOBS.to_vec(),
+            Some("none") => Vec::new(),
+            Some(list) => list
+                .split(',')
+                .map(|k| {
+                    let k = k.trim();
+                    knob_var(k)
+                        .and_then(|_| KNOBS.iter().find(|x| x.name == k).copied())
+                        .ok_or_else(|| {
+                            format!("--knob {k:?} is not accepted: expected L, o_s, o_r, g_s, g_r, G, all or none")
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        if np < 2 {
+            return Err(format!(
+                "--np {np} is not accepted: the measurement needs at least 2 ranks"
+            ));
+        }
+        if size == 0 || size > 1 << 20 {
+            return Err(format!(
+                "--size {size} is not accepted: expected 1 to 1048576 bytes"
+            ));
+        }
+        let reps = reps.unwrap_or(if quick { 40 } else { 100 });
+        let fit_reps = fit_reps.unwrap_or(if quick { 7 } else { 15 });
+        let baseline_runs = baseline_runs.unwrap_or(if quick { 2 } else { 3 });
+        if reps < 5 || fit_reps < 3 || baseline_runs < 1 {
+            return Err("--reps must be >= 5, --fit-reps >= 3, --baseline-runs >= 1".into());
+        }
+        let opts = Opts {
+            mpi,
+            np,
+            knobs,
+            values,
+            g_values,
+            size,
+            out,
+            quick,
+            reps,
+            fit_reps,
+            baseline_runs,
+            timeout: Duration::from_secs(timeout),
+            reanalyse,
+        };
+        let mut opts = opts;
+        if let (Some(d), false) = (&opts.reanalyse, out_given) {
+            opts.out = d.clone();
+        }
+        for k in &opts.knobs {
+            opts.requested(k)?;
+        }
+        Ok(opts)
+    }
+
+    /// The sweep for `knob`: `--values` (`--g-values` for G), else the
+    /// default (or quick) list.
+    pub fn requested(&self, knob: &Knob) -> Result<Vec<Requested>, String> {
+        let given = if knob.name == "G" {
+            &self.g_values
+        } else {
+            &self.values
+        };
+        let list = given.as_deref().unwrap_or(if self.quick {
+            knob.quick_values
+        } else {
+            knob.default_values
+        });
+        parse_values(knob, list)
+    }
+}
+
+/// Splits a value list; bare numbers borrow the unit of the last value.
+fn parse_values(knob: &Knob, list: &str) -> Result<Vec<Requested>, String> {
+    let items: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let unit = items
+        .last()
+        .map(|s| s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.'))
+        .unwrap_or("");
+    let mut out = Vec::new();
+    for it in &items {
+        let text = if it.chars().all(|c| c.is_ascii_digit() || c == '.') && *it != "0" {
+            format!("{it}{unit}")
+        } else {
+            (*it).to_string()
+        };
+        let value = if knob.name == "G" {
+            parse_g_ns_per_byte(&text).filter(|&g| g > 0.0).ok_or_else(|| {
+                format!("--values {it:?} is not accepted for G: expected a bandwidth such as 512MB/s")
+            })?
+        } else {
+            parse_time_ns(&text).map(|v| v as f64).ok_or_else(|| {
+                format!(
+                    "--values {it:?} is not accepted for {}: expected a time such as 20us",
+                    knob.name
+                )
+            })?
+        };
+        out.push(Requested { text, value });
+    }
+    if out.is_empty() {
+        return Err(format!("--values gives no value for {}", knob.name));
+    }
+    Ok(out)
+}
+
+/// The baseline: several native runs.
+#[derive(Clone, Debug)]
+pub struct Baseline {
+    pub runs: Vec<Params>,
+    pub seconds: f64,
+    /// Disturbed attempts that were repeated: (run, median/p10).
+    pub repeated: Vec<(u32, f64)>,
+}
+
+/// A native run whose PRTT median exceeds this many times its 10th
+/// percentile was disturbed by other processes (see `Raw::disturbance`).
+pub const DISTURBED: f64 = 2.0;
+/// How often a disturbed run is repeated before it is kept anyway.
+pub const RETRIES: usize = 2;
+
+/// Runs the kernel and repeats a disturbed run (see `Raw::disturbance`) up
+/// to [`RETRIES`] times: a run during which other processes took a rank's
+/// core for a stretch measures them, not the machine. This applies to runs
+/// through the shim as well, because the machine is shared; jitter that the
+/// shim itself causes does not go away on a repeat, so the kept run still
+/// shows it, and the report lists every repeat (with the disturbed
+/// attempts' raw output, `<label>-disturbed-K`). Returns the kept run and
+/// the disturbance of each repeated attempt.
+fn run_checked(
+    kopts: &KernelOpts,
+    shim: Option<&std::path::Path>,
+    vars: &[(String, String)],
+    label: &str,
+    raw: &mut Vec<(String, String)>,
+) -> Result<(kernel::Raw, Vec<f64>), String> {
+    let mut disturbed = Vec::new();
+    loop {
+        let r = kernel::run(kopts, shim, vars)?;
+        let dist = r.disturbance();
+        if dist <= DISTURBED || disturbed.len() == RETRIES {
+            return Ok((r, disturbed));
+        }
+        disturbed.push(dist);
+        eprintln!(
+            "calibrate: {label} disturbed (median/p10 of PRTT = {dist:.1} > {DISTURBED}); repeating"
+        );
+        raw.push((format!("{label}-disturbed-{}", disturbed.len()), r.text));
+    }
+}
+
+impl Baseline {
+    fn values(&self, p: &str) -> Vec<f64> {
+        self.runs.iter().map(|r| r.get(p)).collect()
+    }
+
+    /// The baseline value of a parameter: the median over the baseline
+    /// runs (one disturbed run, common on a shared 2-core machine, must not
+    /// move it).
+    pub fn center(&self, p: &str) -> f64 {
+        stats::median(&self.values(p)).unwrap_or(f64::NAN)
+    }
+
+    /// Run-to-run spread: the robust σ `1.4826 · MAD` over the baseline
+    /// runs (see `loggp_core::stats`); the sample std when the MAD is 0.
+    pub fn spread(&self, p: &str) -> f64 {
+        let v = self.values(p);
+        let mad = stats::mad(&v).unwrap_or(0.0) * stats::MAD_TO_SIGMA;
+        if mad > 0.0 {
+            mad
+        } else {
+            stats::std_dev(&v).unwrap_or(f64::NAN)
+        }
+    }
+
+    /// How far a parameter may move before it is flagged:
+    /// `max(3·σ, 5 % of |baseline|, resolution)`, with σ from
+    /// [`Baseline::spread`] and the resolution 10 ns (clock reads and spin
+    /// overshoot are tens of ns; León's tables are at 0.01 µs) or
+    /// 0.001 ns/B for G.
+    pub fn tolerance(&self, p: &str) -> f64 {
+        let res = if p == "G" { 1e-3 } else { 10.0 };
+        (3.0 * self.spread(p))
+            .max(0.05 * self.center(p).abs())
+            .max(res)
+    }
+}
+
+/// One row of a knob's table.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub requested: Requested,
+    pub params: Params,
+    /// What the shim realised: measured − baseline (added knobs) or
+    /// measured (floor knobs).
+    pub realised: f64,
+    pub err: Option<f64>,
+    /// Floor knobs: the request does not exceed the native value, so
+    /// nothing can be realised (León leaves those rows without %err).
+    pub below_native: bool,
+    /// Untouched parameters that moved beyond the baseline tolerance:
+    /// `(name, delta)`.
+    pub drift: Vec<(&'static str, f64)>,
+    pub seconds: f64,
+    /// Disturbance (median/p10) of attempts that were repeated.
+    pub disturbed: Vec<f64>,
+    /// Disturbance of the kept run (above [`DISTURBED`]: kept anyway).
+    pub disturbance: f64,
+}
+
+/// One knob's sweep.
+#[derive(Clone, Debug)]
+pub struct KnobResult {
+    pub knob: Knob,
+    pub rows: Vec<Row>,
+    pub seconds: f64,
+}
+
+impl KnobResult {
+    pub fn errors(&self) -> Vec<f64> {
+        self.rows.iter().filter_map(|r| r.err).collect()
+    }
+}
+
+/// Builds a row from a measured run.
+pub fn make_row(
+    knob: &Knob,
+    requested: Requested,
+    params: Params,
+    base: &Baseline,
+    seconds: f64,
+) -> Row {
+    let measured = params.get(knob.name);
+    let base_v = base.center(knob.name);
+    let (realised, below_native) = if knob.floor {
+        (
+            measured,
+            requested.value <= base_v + base.tolerance(knob.name),
+        )
+    } else {
+        (measured - base_v, false)
+    };
+    let err = if below_native {
+        None
+    } else {
+        stats::percent_error(requested.value, realised)
+    };
+    let drift = PARAMS
+        .iter()
+        .filter(|&&p| p != knob.name && !knob.coupled.contains(&p))
+        .filter_map(|&p| {
+            let d = params.get(p) - base.center(p);
+            (d.abs() > base.tolerance(p)).then_some((p, d))
+        })
+        .collect();
+    Row {
+        requested,
+        params,
+        realised,
+        err,
+        below_native,
+        drift,
+        seconds,
+        disturbed: Vec::new(),
+        disturbance: f64::NAN,
+    }
+}
+
+/// Everything the report needs.
+#[derive(Clone, Debug)]
+pub struct Calibration {
+    pub opts: Opts,
+    pub library: String,
+    pub baseline: Baseline,
+    pub knobs: Vec<KnobResult>,
+    pub seconds: f64,
+    pub raw: Vec<(String, String)>,
+    /// Built from saved raw output: the times are not measured again.
+    pub reanalysed: bool,
+}
+
+/// Rebuilds a calibration from `dir/raw/*.txt` (named `baseline-N` and
+/// `<knob>-<value>`, `/` written as `_`), taking MPI, ranks, size and
+/// repetitions from the kernel's own header.
+fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, String> {
+    let raw_dir = dir.join("raw");
+    let mut names: Vec<String> = std::fs::read_dir(&raw_dir)
+        .map_err(|e| format!("cannot read {}: {e}", raw_dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .filter_map(|n| n.strip_suffix(".txt").map(String::from))
+        .collect();
+    names.sort();
+    let read = |n: &str| -> Result<kernel::Raw, String> {
+        let p = raw_dir.join(format!("{n}.txt"));
+        let t =
+            std::fs::read_to_string(&p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+        kernel::Raw::parse(&t).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let mut runs = Vec::new();
+    let mut raw = Vec::new();
+    let mut library = String::new();
+    // baseline-N only: disturbed attempts (baseline-N-disturbed-K) were
+    // replaced when measured
+    let is_run = |n: &str| {
+        n.strip_prefix("baseline-")
+            .is_some_and(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_digit()))
+    };
+    for n in names.iter().filter(|n| is_run(n)) {
+        let r = read(n)?;
+        if library.is_empty() {
+            library.clone_from(&r.library);
+            let meta = |k: &str| r.meta.get(k).and_then(|v| v.parse::<u64>().ok());
+            opts.np = meta("np")
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(opts.np);
+            opts.size = meta("size").unwrap_or(opts.size);
+            opts.reps = meta("reps")
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(opts.reps);
+            opts.fit_reps = meta("fit_reps")
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(opts.fit_reps);
+            opts.mpi = if library.contains("Open MPI") {
+                Mpi::OpenMpi
+            } else {
+                Mpi::Mpich
+            };
+        }
+        runs.push(Params::from_raw(&r)?);
+        raw.push((n.clone(), r.text));
+    }
+    if runs.is_empty() {
+        return Err(format!("{} holds no baseline-N.txt", raw_dir.display()));
+    }
+    opts.baseline_runs = u32::try_from(runs.len()).unwrap_or(u32::MAX);
+    let baseline = Baseline {
+        runs,
+        seconds: f64::NAN,
+        repeated: Vec::new(),
+    };
+    let mut knobs = Vec::new();
+    for knob in KNOBS {
+        let prefix = format!("{}-", knob.name);
+        let mut rows = Vec::new();
+        for n in names.iter().filter(|n| n.starts_with(&prefix)) {
+            let text = n[prefix.len()..].replace('_', "/");
+            let Ok(mut req) = parse_values(knob, &text) else {
+                continue;
+            };
+            let r = read(n)?;
+            let params = Params::from_raw(&r)?;
+            raw.push((n.clone(), r.text));
+            rows.push(make_row(knob, req.remove(0), params, &baseline, f64::NAN));
+        }
+        if !rows.is_empty() {
+            rows.sort_by(|a, b| a.requested.value.total_cmp(&b.requested.value));
+            if knob.name == "G" {
+                rows.reverse(); // León's order: slowest bandwidth first
+            }
+            knobs.push(KnobResult {
+                knob: *knob,
+                rows,
+                seconds: f64::NAN,
+            });
+        }
+    }
+    opts.knobs = knobs.iter().map(|k| k.knob).collect();
+    Ok(Calibration {
+        opts,
+        library,
+        baseline,
+        knobs,
+        seconds: f64::NAN,
+        raw,
+        reanalysed: true,
+    })
+}
+
+fn progress(done: usize, total: usize, what: &str, secs: f64) {
+    let width = 24;
+    let filled = (done * width)
+        .checked_div(total)
+        .unwrap_or(width)
+        .min(width);
+    eprintln!(
+        "calibrate: [{}{}] {done:>3}/{total} {what} ({secs:.1}s)",
+        "#".repeat(filled),
+        ".".repeat(width - filled)
+    );
+}
+
+pub fn main(args: &[String]) -> Result<ExitCode, String> {
+    let opts = Opts::parse(args)?;
+    if let Some(dir) = opts.reanalyse.clone() {
+        let cal = reanalyse(opts, &dir)?;
+        let text = report::markdown(&cal);
+        print!("{text}");
+        report::write_all(&cal, &text)?;
+        eprintln!(
+            "calibrate: re-analysed {} into {}",
+            dir.display(),
+            cal.opts.out.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Fail before measuring anything when a part is missing.
+    kernel::kernel_path(opts.mpi)?;
+    let shim = if opts.knobs.is_empty() {
+        None
+    } else {
+        Some(launch::shim_path(opts.mpi)?)
+    };
+    let kopts = KernelOpts {
+        mpi: opts.mpi,
+        np: opts.np,
+        size: opts.size,
+        reps: opts.reps,
+        fit_reps: opts.fit_reps,
+        timeout: opts.timeout,
+    };
+    let mut sweeps = Vec::new();
+    for k in &opts.knobs {
+        sweeps.push((*k, opts.requested(k)?));
+    }
+    let total = opts.baseline_runs as usize + sweeps.iter().map(|s| s.1.len()).sum::<usize>();
+    let t0 = Instant::now();
+    let mut done = 0;
+    let mut raw = Vec::new();
+    let mut library = String::new();
+
+    let tb = Instant::now();
+    let mut runs = Vec::new();
+    let mut repeated = Vec::new();
+    for i in 0..opts.baseline_runs {
+        let t = Instant::now();
+        let label = format!("baseline-{}", i + 1);
+        let (r, disturbed) = run_checked(&kopts, None, &[], &label, &mut raw)?;
+        repeated.extend(disturbed.iter().map(|&d| (i + 1, d)));
+        library.clone_from(&r.library);
+        runs.push(Params::from_raw(&r)?);
+        raw.push((format!("baseline-{}", i + 1), r.text));
+        done += 1;
+        progress(
+            done,
+            total,
+            &format!("baseline {} (native)", i + 1),
+            t.elapsed().as_secs_f64(),
+        );
+    }
+    let baseline = Baseline {
+        runs,
+        seconds: tb.elapsed().as_secs_f64(),
+        repeated,
+    };
+    eprintln!("calibrate: baseline took {:.1}s", baseline.seconds);
+
+    let mut knobs = Vec::new();
+    for (knob, values) in sweeps {
+        let tk = Instant::now();
+        let var = knob_var(knob.name).ok_or("internal: unknown knob")?;
+        let mut rows = Vec::new();
+        for req in values {
+            let t = Instant::now();
+            let vars = vec![(var.to_string(), req.text.clone())];
+            let label = format!("{}-{}", knob.name, req.text.replace('/', "_"));
+            let (r, disturbed) = run_checked(&kopts, shim.as_deref(), &vars, &label, &mut raw)?;
+            let params = Params::from_raw(&r)?;
+            let still = r.disturbance();
+            raw.push((label, r.text));
+            done += 1;
+            let secs = t.elapsed().as_secs_f64();
+            progress(done, total, &format!("{}={}", knob.name, req.text), secs);
+            let mut row = make_row(&knob, req, params, &baseline, secs);
+            row.disturbed = disturbed;
+            row.disturbance = still;
+            rows.push(row);
+        }
+        let seconds = tk.elapsed().as_secs_f64();
+        eprintln!("calibrate: {} sweep took {seconds:.1}s", knob.name);
+        knobs.push(KnobResult {
+            knob,
+            rows,
+            seconds,
+        });
+    }
+    let cal = Calibration {
+        opts,
+        library,
+        baseline,
+        knobs,
+        seconds: t0.elapsed().as_secs_f64(),
+        raw,
+        reanalysed: false,
+    };
+    let text = report::markdown(&cal);
+    print!("{text}");
+    report::write_all(&cal, &text)?;
+    eprintln!(
+        "calibrate: wrote {} (total {:.1}s)",
+        cal.opts.out.display(),
+        cal.seconds
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn params(l: f64, o_s: f64, o_r: f64, g_s: f64) -> Params {
+        Params {
+            l,
+            o_s,
+            o_r,
+            g: g_s,
+            g_s,
+            g_r: 60.0,
+            big_g: 0.1,
+            big_g_lsq: 0.1,
+            g_range: (1024, 1 << 20),
+            g_method: "eq. 7",
+            rtt: 2.0 * (l + o_s + o_r),
+            o_s_call: o_s,
+            gap_method: "test",
+            outliers: 0,
+            preempted: 0,
+            repetitions: 0,
+            fit: Vec::new(),
+            ranges: Vec::new(),
+        }
+    }
+
+    fn base() -> Baseline {
+        Baseline {
+            runs: vec![
+                params(200.0, 100.0, 120.0, 90.0),
+                params(210.0, 104.0, 118.0, 92.0),
+                params(190.0, 96.0, 500.0, 94.0), // o_r disturbed in one run
+            ],
+            seconds: 1.0,
+            repeated: Vec::new(),
+        }
+    }
+
+    fn req(text: &str, value: f64) -> Requested {
+        Requested {
+            text: text.into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn baseline_is_robust_to_one_disturbed_run() {
+        let b = base();
+        assert_eq!(b.center("o_r"), 120.0);
+        // MAD of (120, 118, 500) about 120 is 2 -> σ = 2.9652
+        assert!((b.spread("o_r") - 2.0 * stats::MAD_TO_SIGMA).abs() < 1e-9);
+        // max(3σ = 8.9, 5 % of 120 = 6, resolution 10 ns) = 10 ns
+        assert_eq!(b.tolerance("o_r"), 10.0);
+        assert_eq!(b.center("L"), 200.0);
+    }
+
+    #[test]
+    fn added_knob_realises_measured_minus_baseline() {
+        let o_s = KNOBS.iter().find(|k| k.name == "o_s").unwrap();
+        let m = params(200.0, 100.0 + 20_500.0, 120.0, 20_600.0);
+        let r = make_row(o_s, req("20us", 20_000.0), m, &base(), 1.0);
+        assert!((r.realised - 20_500.0).abs() < 1e-9);
+        assert!((r.err.unwrap() - 2.5).abs() < 1e-9);
+        assert!(!r.below_native);
+        // g and g_s are coupled to o_s: not drift
+        assert!(r.drift.is_empty(), "{:?}", r.drift);
+        let zero = make_row(
+            o_s,
+            req("0", 0.0),
+            params(200.0, 100.0, 120.0, 92.0),
+            &base(),
+            1.0,
+        );
+        assert_eq!(zero.err, None);
+    }
+
+    #[test]
+    fn floor_knob_below_native_has_no_error_and_drift_is_flagged() {
+        let g_s = KNOBS.iter().find(|k| k.name == "g_s").unwrap();
+        // requested 50 ns, native 92 ns: nothing to realise
+        let r = make_row(
+            g_s,
+            req("50ns", 50.0),
+            params(200.0, 100.0, 120.0, 92.0),
+            &base(),
+            1.0,
+        );
+        assert!(r.below_native);
+        assert_eq!(r.err, None);
+        // requested 20 us, measured 20.2 us; o_r moved by 1 us: flagged
+        let r = make_row(
+            g_s,
+            req("20us", 20_000.0),
+            params(200.0, 100.0, 1_120.0, 20_200.0),
+            &base(),
+            1.0,
+        );
+        assert!(!r.below_native);
+        assert!((r.err.unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(r.drift.len(), 2, "{:?}", r.drift); // o_r, and RTT with it
+        assert!(r
+            .drift
+            .iter()
+            .any(|(p, d)| *p == "o_r" && (*d - 1_000.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn values_borrow_the_last_unit() {
+        let v = parse_values(&KNOBS[0], "0,20,40us").unwrap();
+        let ns: Vec<f64> = v.iter().map(|r| r.value).collect();
+        assert_eq!(ns, vec![0.0, 20_000.0, 40_000.0]);
+        assert_eq!(v[1].text, "20us");
+        let g = parse_values(&KNOBS[5], "500,1000MB/s").unwrap();
+        assert!((g[0].value - 2.0).abs() < 1e-12);
+        assert!(parse_values(&KNOBS[5], "0").is_err());
+        assert!(parse_values(&KNOBS[0], "20").is_err());
+        assert!(parse_values(&KNOBS[0], "-5us").is_err());
+    }
+
+    #[test]
+    fn option_defaults_and_errors() {
+        let o = Opts::parse(&args("--quick")).unwrap();
+        assert_eq!(o.knobs.len(), 1);
+        assert_eq!(o.knobs[0].name, "o_s");
+        assert_eq!(o.baseline_runs, 2);
+        let o = Opts::parse(&args("--mpi mpich --knob L,G --np 3")).unwrap();
+        assert_eq!(o.mpi, Mpi::Mpich);
+        assert_eq!(o.knobs.len(), 2);
+        assert_eq!(o.requested(&o.knobs[1]).unwrap().len(), 7);
+        assert!(Opts::parse(&args("--knob X")).is_err());
+        assert!(Opts::parse(&args("--np 1")).is_err());
+        let o = Opts::parse(&args("--knob L,G --values 20us --g-values 100,200MB/s")).unwrap();
+        assert_eq!(o.requested(&o.knobs[0]).unwrap().len(), 1);
+        assert_eq!(o.requested(&o.knobs[1]).unwrap()[1].text, "200MB/s");
+        assert!(Opts::parse(&args("--knob G --g-values 20")).is_err());
+        assert!(Opts::parse(&args("--knob L --values 100MB/s")).is_err());
+        assert!(Opts::parse(&args("--bogus 1")).is_err());
+        assert!(Opts::parse(&args("--knob none")).unwrap().knobs.is_empty());
+    }
 }

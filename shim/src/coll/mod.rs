@@ -101,8 +101,11 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op) -> R<Ctx> {
     let mut inter: c_int = 0;
     ctx::chk(real::PMPI_Comm_test_inter(comm, &mut inter))?;
     if inter != 0 {
+        // Merged, so that one rank of both groups says it.
+        let mut merged = e.c.comm_null;
+        real::PMPI_Intercomm_merge(comm, 0, &mut merged);
         stop(
-            comm,
+            merged,
             &format!(
                 "{name} on an intercommunicator is not supported while virtual time is on \
                  (the shim runs collectives on intracommunicators only); stopping"

@@ -1,0 +1,867 @@
+//! The calibration report: Markdown (also printed to the terminal), CSV,
+//! JSON, SVG plots and the raw kernel output, all in `--out`.
+
+use super::kernel::{Params, PARAMS};
+use super::{Calibration, KnobResult};
+use loggp_core::fit::theil_sen_slope;
+use loggp_core::stats;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// A parameter for humans: times in µs (3 decimals), G in ns/B.
+fn cell(p: &str, v: f64) -> String {
+    if !v.is_finite() {
+        "n/a".into()
+    } else if p == "G" {
+        format!("{v:.4}")
+    } else {
+        format!("{:.3}", v / 1e3)
+    }
+}
+
+fn unit(p: &str) -> &'static str {
+    if p == "G" {
+        "ns/B"
+    } else {
+        "µs"
+    }
+}
+
+fn table(out: &mut String, head: &[String], rows: &[Vec<String>]) {
+    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < w.len() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut s = String::from("|");
+        for (i, c) in cells.iter().enumerate() {
+            let pad = w[i].saturating_sub(c.chars().count());
+            let _ = write!(s, " {}{} |", " ".repeat(pad), c);
+        }
+        s
+    };
+    out.push_str(&line(head));
+    out.push('\n');
+    out.push('|');
+    for x in &w {
+        out.push_str(&format!("{}:|", "-".repeat(x + 1)));
+    }
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r));
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+fn avg_std(v: &[f64]) -> (f64, f64) {
+    (
+        stats::mean(v).unwrap_or(f64::NAN),
+        stats::std_dev(v).unwrap_or(f64::NAN),
+    )
+}
+
+fn knob_title(k: &KnobResult, size: u64) -> String {
+    let kind = if k.knob.floor {
+        "In⁼, a floor: realised = measured"
+    } else {
+        "In⁺, added: realised = measured − baseline"
+    };
+    format!("Varying {} ({kind}), messages of {size} B", k.knob.name)
+}
+
+/// The whole report as Markdown.
+pub fn markdown(cal: &Calibration) -> String {
+    let o = &cal.opts;
+    let mut s = String::new();
+    let _ = writeln!(s, "# loggp calibration report\n");
+    let _ =
+        writeln!(
+        s,
+        "- MPI: {} ({}), {} ranks, message size {} B, {} repetitions ({} per size for the g/G fit)",
+        o.mpi.name(),
+        if cal.library.is_empty() { "?" } else { &cal.library },
+        o.np,
+        o.size,
+        o.reps,
+        o.fit_reps
+    );
+    let method = cal.baseline.runs.first().map_or("", |r| r.gap_method);
+    let _ = writeln!(
+        s,
+        "- Method: Hoefler et al. PRTT(n,d,s), n = 16; o_s by eq. 6, o_r = MPI_Recv of an arrived message, L = PRTT(1,0,s)/2 − o_s − o_r (León eq. 2), g by eq. 7 at s, G = slope of eq. 7 over sizes in the last protocol range (§3.5); g_s/g_r: {method}"
+    );
+    let _ = writeln!(
+        s,
+        "- Statistics: median of repetitions; outliers flagged by the modified Z-score |M| > 3.5 (Iglewicz & Hoaglin 1993); %err = |requested − realised| / requested · 100 (León eq. 10)"
+    );
+    let mut times = format!("baseline {:.1}s", cal.baseline.seconds);
+    for k in &cal.knobs {
+        let _ = write!(times, ", {} {:.1}s", k.knob.name, k.seconds);
+    }
+    if cal.reanalysed {
+        let _ = writeln!(
+            s,
+            "- Re-analysed from saved raw kernel output (no new measurement; run times not known)\n"
+        );
+    } else {
+        let _ = writeln!(s, "- Time: {:.1}s in all ({times})\n", cal.seconds);
+    }
+    let _ = writeln!(s, "Times in µs, G in ns/B.\n");
+
+    // Baseline
+    let b = &cal.baseline;
+    let _ = writeln!(
+        s,
+        "## Baseline: native machine, no shim ({} runs)\n",
+        b.runs.len()
+    );
+    let mut head: Vec<String> = vec!["run".into()];
+    head.extend(PARAMS.iter().map(|p| p.to_string()));
+    head.extend(["o_s (in call)".into(), "outliers".into()]);
+    let mut rows = Vec::new();
+    for (i, r) in b.runs.iter().enumerate() {
+        let mut row = vec![format!("{}", i + 1)];
+        row.extend(PARAMS.iter().map(|p| cell(p, r.get(p))));
+        row.push(cell("o_s", r.o_s_call));
+        row.push(format!("{}/{}", r.outliers, r.repetitions));
+        rows.push(row);
+    }
+    for (name, f) in [
+        ("median", &(|p: &str| b.center(p)) as &dyn Fn(&str) -> f64),
+        ("σ (1.4826·MAD)", &|p: &str| b.spread(p)),
+        ("tolerance", &|p: &str| b.tolerance(p)),
+    ] {
+        let mut row = vec![name.to_string()];
+        row.extend(PARAMS.iter().map(|p| cell(p, f(p))));
+        row.extend([String::new(), String::new()]);
+        rows.push(row);
+    }
+    table(&mut s, &head, &rows);
+    let _ = writeln!(
+        s,
+        "Baseline = median over the runs; σ = 1.4826·MAD over the runs (robust to one disturbed run). tolerance = max(3σ, 5 % of the baseline, 0.010 µs or 0.001 ns/B): an untouched parameter that moves further is flagged.\n"
+    );
+    for (run, dist) in &b.repeated {
+        let _ = writeln!(
+            s,
+            "Baseline run {run}: an attempt was disturbed by other processes (median/p10 of PRTT = {dist:.1} > {}) and was repeated; its raw output is kept in raw/.\n",
+            super::DISTURBED
+        );
+    }
+    if let Some(r) = b.runs.first() {
+        fit_table(&mut s, r);
+    }
+
+    // Knob tables
+    for k in &cal.knobs {
+        let _ = writeln!(s, "## {}\n", knob_title(k, o.size));
+        let others: Vec<&str> = PARAMS
+            .iter()
+            .copied()
+            .filter(|p| *p != k.knob.name)
+            .collect();
+        let mut head: Vec<String> =
+            vec!["%err".into(), "In".into(), format!("Out {}", k.knob.name)];
+        if k.knob.name == "G" {
+            head.push("Out BW MB/s".into());
+            head.push("G from sizes (B)".into());
+        }
+        head.extend(others.iter().map(|p| p.to_string()));
+        head.push("runs".into());
+        head.push("drift".into());
+        let mut rows = Vec::new();
+        for r in &k.rows {
+            let err = match (r.err, r.below_native) {
+                (_, true) => "≤native".to_string(),
+                (Some(e), _) => format!("{e:.2}"),
+                (None, _) => String::new(),
+            };
+            let req = if k.knob.name == "G" {
+                format!("{} ({:.4})", r.requested.text, r.requested.value)
+            } else {
+                cell("L", r.requested.value)
+            };
+            let mut row = vec![err, req, cell(k.knob.name, r.realised)];
+            if k.knob.name == "G" {
+                row.push(format!("{:.0}", 1e3 / r.realised));
+                row.push(format!(
+                    "{}–{}{}",
+                    r.params.g_range.0,
+                    r.params.g_range.1,
+                    if r.params.g_method == "eq. 7" {
+                        ""
+                    } else {
+                        " (ping-pong)"
+                    }
+                ));
+            }
+            row.extend(others.iter().map(|p| cell(p, r.params.get(p))));
+            row.push(format!(
+                "{}{}",
+                1 + r.disturbed.len(),
+                if r.disturbance > super::DISTURBED {
+                    " (disturbed)"
+                } else {
+                    ""
+                }
+            ));
+            row.push(
+                r.drift
+                    .iter()
+                    .map(|(p, d)| format!("{p} {}{}", if *d > 0.0 { "+" } else { "" }, cell(p, *d)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            );
+            rows.push(row);
+        }
+        let errs = k.errors();
+        let (ea, es) = avg_std(&errs);
+        for (name, i) in [("avg", 0), ("std", 1)] {
+            let mut row = vec![
+                if errs.is_empty() {
+                    String::new()
+                } else {
+                    format!("{:.2}", if i == 0 { ea } else { es })
+                },
+                name.to_string(),
+                String::new(),
+            ];
+            if k.knob.name == "G" {
+                row.push(String::new());
+                row.push(String::new());
+            }
+            for p in &others {
+                let v: Vec<f64> = k.rows.iter().map(|r| r.params.get(p)).collect();
+                let (a, sd) = avg_std(&v);
+                row.push(if k.knob.coupled.contains(p) {
+                    String::new()
+                } else {
+                    cell(p, if i == 0 { a } else { sd })
+                });
+            }
+            row.push(String::new());
+            row.push(String::new());
+            rows.push(row);
+        }
+        table(&mut s, &head, &rows);
+        let took = if k.seconds.is_finite() {
+            format!(" Sweep took {:.1}s.", k.seconds)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "Coupled by LogGP (not flagged, no avg): {}.{took}\n",
+            k.knob.coupled.join(", ")
+        );
+    }
+
+    // Summary
+    if !cal.knobs.is_empty() {
+        let _ = writeln!(s, "## Summary against León et al. (Tables 1–6)\n");
+        let head: Vec<String> = [
+            "knob",
+            "kind",
+            "rows with %err",
+            "avg %err",
+            "std %err",
+            "León avg %err",
+            "drift flags",
+            "largest drift",
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
+        let mut rows = Vec::new();
+        for k in &cal.knobs {
+            let errs = k.errors();
+            let (a, sd) = avg_std(&errs);
+            let flags: usize = k.rows.iter().map(|r| r.drift.len()).sum();
+            let worst = k
+                .rows
+                .iter()
+                .flat_map(|r| r.drift.iter().map(move |(p, d)| (*p, *d, r)))
+                .max_by(|x, y| {
+                    (x.1.abs() / b.tolerance(x.0)).total_cmp(&(y.1.abs() / b.tolerance(y.0)))
+                })
+                .map(|(p, d, r)| {
+                    format!(
+                        "{p} {}{} {} at {}={} ({:.1}× tolerance)",
+                        if d > 0.0 { "+" } else { "" },
+                        cell(p, d),
+                        unit(p),
+                        k.knob.name,
+                        r.requested.text,
+                        d.abs() / b.tolerance(p)
+                    )
+                })
+                .unwrap_or_else(|| "none".into());
+            rows.push(vec![
+                k.knob.name.to_string(),
+                if k.knob.floor { "floor" } else { "added" }.to_string(),
+                format!("{}/{}", errs.len(), k.rows.len()),
+                if errs.is_empty() {
+                    "n/a".into()
+                } else {
+                    format!("{a:.2}")
+                },
+                if errs.is_empty() {
+                    "n/a".into()
+                } else {
+                    format!("{sd:.2}")
+                },
+                format!("{:.2}", k.knob.leon),
+                flags.to_string(),
+                worst,
+            ]);
+        }
+        table(&mut s, &head, &rows);
+    }
+    s
+}
+
+fn fit_table(s: &mut String, r: &Params) {
+    let _ = writeln!(
+        s,
+        "### g + (s−1)·G over message size (baseline run 1), protocol ranges by Hoefler §3.5 (look-ahead 3, pfact 2)\n"
+    );
+    let head: Vec<String> = [
+        "range",
+        "sizes (B)",
+        "points",
+        "g at s=1 (µs)",
+        "G least squares (ns/B)",
+        "G Theil–Sen (ns/B)",
+        "BW (MB/s, Theil–Sen)",
+    ]
+    .iter()
+    .map(|x| x.to_string())
+    .collect();
+    let rows: Vec<Vec<String>> = r
+        .ranges
+        .iter()
+        .enumerate()
+        .map(|(i, rg)| {
+            let pts: Vec<(f64, f64)> = r.fit[rg.start..=rg.end]
+                .iter()
+                .map(|p| ((p.size - 1) as f64, p.gap))
+                .collect();
+            let ts = theil_sen_slope(&pts).unwrap_or(f64::NAN);
+            vec![
+                format!("{}", i + 1),
+                format!("{}–{}", r.fit[rg.start].size, r.fit[rg.end].size),
+                format!("{}", rg.end - rg.start + 1),
+                cell("g", rg.line.intercept),
+                format!("{:.4}", rg.line.slope),
+                format!("{ts:.4}"),
+                if ts > 0.0 {
+                    format!("{:.0}", 1e3 / ts)
+                } else {
+                    "n/a".into()
+                },
+            ]
+        })
+        .collect();
+    table(s, &head, &rows);
+}
+
+fn csv(cal: &Calibration) -> String {
+    let o = &cal.opts;
+    let mut s = String::from(
+        "mpi,np,size,knob,run,requested,requested_value,L_ns,o_s_ns,o_r_ns,g_ns,g_s_ns,g_r_ns,G_ns_per_B,RTT_ns,o_s_call_ns,G_lsq_ns_per_B,realised,err_pct,below_native,drift,seconds\n",
+    );
+    #[allow(clippy::too_many_arguments)] // one CSV row: every column is an argument
+    let mut line = |knob: &str,
+                    run: &str,
+                    req: &str,
+                    reqv: f64,
+                    p: &Params,
+                    realised: f64,
+                    err: Option<f64>,
+                    below: bool,
+                    drift: &str,
+                    secs: f64| {
+        let _ = write!(
+            s,
+            "{},{},{},{knob},{run},{req},{reqv}",
+            o.mpi.name(),
+            o.np,
+            o.size
+        );
+        for q in PARAMS {
+            let _ = write!(s, ",{}", p.get(q));
+        }
+        let _ = writeln!(
+            s,
+            ",{},{},{realised},{},{below},\"{drift}\",{secs}",
+            p.o_s_call,
+            p.big_g_lsq,
+            err.map(|e| e.to_string()).unwrap_or_default()
+        );
+    };
+    for (i, r) in cal.baseline.runs.iter().enumerate() {
+        line(
+            "baseline",
+            &(i + 1).to_string(),
+            "",
+            0.0,
+            r,
+            f64::NAN,
+            None,
+            false,
+            "",
+            f64::NAN,
+        );
+    }
+    for k in &cal.knobs {
+        for (i, r) in k.rows.iter().enumerate() {
+            let drift: Vec<String> = r.drift.iter().map(|(p, d)| format!("{p}:{d}")).collect();
+            line(
+                k.knob.name,
+                &(i + 1).to_string(),
+                &r.requested.text,
+                r.requested.value,
+                &r.params,
+                r.realised,
+                r.err,
+                r.below_native,
+                &drift.join(" "),
+                r.seconds,
+            );
+        }
+    }
+    s
+}
+
+fn fit_csv(cal: &Calibration) -> String {
+    let mut s = String::from("run,size,gap_ns,range\n");
+    for (i, r) in cal.baseline.runs.iter().enumerate() {
+        for (j, p) in r.fit.iter().enumerate() {
+            let range = r
+                .ranges
+                .iter()
+                .position(|g| g.start <= j && j <= g.end)
+                .map_or(0, |x| x + 1);
+            let _ = writeln!(s, "baseline-{},{},{},{range}", i + 1, p.size, p.gap);
+        }
+    }
+    s
+}
+
+fn jnum(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        "null".into()
+    }
+}
+
+fn jstr(v: &str) -> String {
+    let mut s = String::from("\"");
+    for c in v.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(s, "\\u{:04x}", c as u32);
+            }
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+fn jparams(p: &Params) -> String {
+    let mut s = String::from("{");
+    for (i, q) in PARAMS.iter().enumerate() {
+        let key = if *q == "G" {
+            "G_ns_per_B".to_string()
+        } else {
+            format!("{q}_ns")
+        };
+        let _ = write!(
+            s,
+            "{}{}: {}",
+            if i > 0 { ", " } else { "" },
+            jstr(&key),
+            jnum(p.get(q))
+        );
+    }
+    let _ = write!(
+        s,
+        ", \"o_s_call_ns\": {}, \"G_lsq_ns_per_B\": {}, \"G_sizes\": [{}, {}], \"G_method\": {}, \"gap_method\": {}, \"outliers\": {}, \"preempted\": {}, \"repetitions\": {}, \"ranges\": [",
+        jnum(p.o_s_call),
+        jnum(p.big_g_lsq),
+        p.g_range.0,
+        p.g_range.1,
+        jstr(p.g_method),
+        jstr(p.gap_method),
+        p.outliers,
+        p.preempted,
+        p.repetitions
+    );
+    for (i, r) in p.ranges.iter().enumerate() {
+        let _ = write!(
+            s,
+            "{}{{\"from_bytes\": {}, \"to_bytes\": {}, \"g_ns\": {}, \"G_ns_per_B\": {}}}",
+            if i > 0 { ", " } else { "" },
+            p.fit[r.start].size,
+            p.fit[r.end].size,
+            jnum(r.line.intercept),
+            jnum(r.line.slope)
+        );
+    }
+    s.push_str("]}");
+    s
+}
+
+fn json(cal: &Calibration) -> String {
+    let o = &cal.opts;
+    let b = &cal.baseline;
+    let mut s = String::from("{\n");
+    let _ = writeln!(
+        s,
+        "  \"mpi\": {}, \"library\": {}, \"np\": {}, \"size\": {}, \"reps\": {}, \"fit_reps\": {}, \"seconds\": {},",
+        jstr(o.mpi.name()),
+        jstr(&cal.library),
+        o.np,
+        o.size,
+        o.reps,
+        o.fit_reps,
+        jnum(cal.seconds)
+    );
+    s.push_str("  \"baseline\": {\"runs\": [\n");
+    let runs: Vec<String> = b
+        .runs
+        .iter()
+        .map(|r| format!("    {}", jparams(r)))
+        .collect();
+    s.push_str(&runs.join(",\n"));
+    s.push_str("\n  ], \"median\": {");
+    let means: Vec<String> = PARAMS
+        .iter()
+        .map(|p| format!("{}: {}", jstr(p), jnum(b.center(p))))
+        .collect();
+    s.push_str(&means.join(", "));
+    s.push_str("}, \"sigma\": {");
+    let stds: Vec<String> = PARAMS
+        .iter()
+        .map(|p| format!("{}: {}", jstr(p), jnum(b.spread(p))))
+        .collect();
+    s.push_str(&stds.join(", "));
+    let _ = writeln!(s, "}}, \"seconds\": {}}},", jnum(b.seconds));
+    s.push_str("  \"knobs\": [\n");
+    let ks: Vec<String> = cal
+        .knobs
+        .iter()
+        .map(|k| {
+            let errs = k.errors();
+            let (a, sd) = avg_std(&errs);
+            let rows: Vec<String> = k
+                .rows
+                .iter()
+                .map(|r| {
+                    let drift: Vec<String> =
+                        r.drift.iter().map(|(p, d)| format!("{}: {}", jstr(p), jnum(*d))).collect();
+                    format!(
+                        "      {{\"requested\": {}, \"requested_value\": {}, \"realised\": {}, \"err_pct\": {}, \"below_native\": {}, \"drift\": {{{}}}, \"seconds\": {}, \"repeated_disturbance\": [{}], \"disturbance\": {}, \"params\": {}}}",
+                        jstr(&r.requested.text),
+                        jnum(r.requested.value),
+                        jnum(r.realised),
+                        r.err.map_or("null".into(), jnum),
+                        r.below_native,
+                        drift.join(", "),
+                        jnum(r.seconds),
+                        r.disturbed.iter().map(|d| jnum(*d)).collect::<Vec<_>>().join(", "),
+                        jnum(r.disturbance),
+                        jparams(&r.params)
+                    )
+                })
+                .collect();
+            format!(
+                "    {{\"knob\": {}, \"floor\": {}, \"avg_err_pct\": {}, \"std_err_pct\": {}, \"leon_avg_err_pct\": {}, \"seconds\": {}, \"rows\": [\n{}\n    ]}}",
+                jstr(k.knob.name),
+                k.knob.floor,
+                if errs.is_empty() { "null".into() } else { jnum(a) },
+                if errs.is_empty() { "null".into() } else { jnum(sd) },
+                jnum(k.knob.leon),
+                jnum(k.seconds),
+                rows.join(",\n")
+            )
+        })
+        .collect();
+    s.push_str(&ks.join(",\n"));
+    s.push_str("\n  ]\n}\n");
+    s
+}
+
+/// One series: label, colour, points, and whether they are joined by a
+/// (dashed) line rather than drawn as dots.
+type Series<'a> = (&'a str, &'a str, Vec<(f64, f64)>, bool);
+
+/// A plain SVG scatter plot with axes; `series` are (label, colour, points,
+/// joined by a line).
+struct Plot<'a> {
+    title: String,
+    xlabel: String,
+    ylabel: String,
+    log: bool,
+    series: Vec<Series<'a>>,
+    bands: Vec<(f64, f64)>,
+}
+
+impl Plot<'_> {
+    /// Finite, and positive on a log plot.
+    fn drawable(&self, p: &(f64, f64)) -> bool {
+        p.0.is_finite() && p.1.is_finite() && (!self.log || (p.0 > 0.0 && p.1 > 0.0))
+    }
+
+    fn svg(&self) -> String {
+        let (w, h, ml, mr, mt, mb) = (640.0, 440.0, 70.0, 20.0, 40.0, 50.0);
+        let tx = |v: f64| if self.log { v.max(1e-12).log10() } else { v };
+        let all: Vec<(f64, f64)> = self
+            .series
+            .iter()
+            .flat_map(|s| s.2.iter().copied())
+            .filter(|p| self.drawable(p))
+            .map(|(x, y)| (tx(x), tx(y)))
+            .collect();
+        let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+        for (x, y) in &all {
+            x0 = x0.min(*x);
+            x1 = x1.max(*x);
+            y0 = y0.min(*y);
+            y1 = y1.max(*y);
+        }
+        if all.is_empty() {
+            (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+        }
+        if !self.log {
+            y0 = y0.min(0.0);
+            x0 = x0.min(0.0);
+        }
+        if x1 <= x0 {
+            x1 = x0 + 1.0;
+        }
+        if y1 <= y0 {
+            y1 = y0 + 1.0;
+        }
+        let px = |x: f64| ml + (tx(x) - x0) / (x1 - x0) * (w - ml - mr);
+        let py = |y: f64| h - mb - (tx(y) - y0) / (y1 - y0) * (h - mt - mb);
+        let mut s = format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        );
+        for (a, bnd) in &self.bands {
+            let _ = writeln!(
+                s,
+                "<rect x=\"{:.1}\" y=\"{mt}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#eef\" stroke=\"#99c\"/>",
+                px(*a),
+                (px(*bnd) - px(*a)).max(1.0),
+                h - mt - mb
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<line x1=\"{ml}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"black\"/><line x1=\"{ml}\" y1=\"{mt}\" x2=\"{ml}\" y2=\"{0}\" stroke=\"black\"/>",
+            h - mb,
+            w - mr
+        );
+        for i in 0..=4 {
+            let f = f64::from(i) / 4.0;
+            let xv = x0 + f * (x1 - x0);
+            let yv = y0 + f * (y1 - y0);
+            let (xl, yl) = if self.log {
+                (10f64.powf(xv), 10f64.powf(yv))
+            } else {
+                (xv, yv)
+            };
+            let xp = ml + f * (w - ml - mr);
+            let yp = h - mb - f * (h - mt - mb);
+            let _ = writeln!(
+                s,
+                "<text x=\"{xp:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                h - mb + 16.0,
+                short(xl),
+                ml - 4.0,
+                yp + 4.0,
+                short(yl)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text><text x=\"14\" y=\"{:.1}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {:.1})\">{}</text>",
+            w / 2.0,
+            xml(&self.title),
+            (w + ml) / 2.0,
+            h - 12.0,
+            xml(&self.xlabel),
+            (h) / 2.0,
+            h / 2.0,
+            xml(&self.ylabel)
+        );
+        for (i, (label, colour, pts, joined)) in self.series.iter().enumerate() {
+            let pts: Vec<&(f64, f64)> = pts.iter().filter(|p| self.drawable(p)).collect();
+            if *joined {
+                let path: Vec<String> = pts
+                    .iter()
+                    .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "<polyline fill=\"none\" stroke=\"{colour}\" stroke-dasharray=\"5,3\" points=\"{}\"/>",
+                    path.join(" ")
+                );
+            } else {
+                for (x, y) in &pts {
+                    let _ = writeln!(
+                        s,
+                        "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{colour}\"/>",
+                        px(*x),
+                        py(*y)
+                    );
+                }
+            }
+            if label.is_empty() {
+                continue;
+            }
+            let ly = mt + 14.0 + 16.0 * i as f64;
+            let _ = writeln!(
+                s,
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                ml + 10.0,
+                ly - 9.0,
+                ml + 24.0,
+                ly,
+                xml(label)
+            );
+        }
+        s.push_str("</svg>\n");
+        s
+    }
+}
+
+fn short(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 || (a < 1e-2 && a > 0.0) {
+        format!("{v:.1e}")
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn knob_plot(k: &KnobResult, mpi: &str) -> String {
+    let g = k.knob.name == "G";
+    let scale = |v: f64| if g { v } else { v / 1e3 };
+    let pts: Vec<(f64, f64)> = k
+        .rows
+        .iter()
+        .map(|r| (scale(r.requested.value), scale(r.realised)))
+        .collect();
+    let lo = pts.iter().map(|p| p.0).fold(f64::MAX, f64::min).min(0.0);
+    let hi = pts.iter().map(|p| p.0).fold(0.0, f64::max);
+    let u = if g { "ns/B" } else { "µs" };
+    Plot {
+        title: format!("{mpi}: requested vs realised {}", k.knob.name),
+        xlabel: format!("requested {} ({u})", k.knob.name),
+        ylabel: format!("realised {} ({u})", k.knob.name),
+        log: false,
+        series: vec![
+            (
+                "ideal (realised = requested)",
+                "#888",
+                vec![(lo, lo), (hi, hi)],
+                true,
+            ),
+            ("measured", "#c33", pts, false),
+        ],
+        bands: Vec::new(),
+    }
+    .svg()
+}
+
+fn fit_plot(r: &Params, mpi: &str) -> String {
+    // a log axis shows positive gaps only (noise can make a tiny one negative)
+    let pts: Vec<(f64, f64)> = r
+        .fit
+        .iter()
+        .filter(|p| p.gap > 0.0)
+        .map(|p| (p.size as f64, p.gap))
+        .collect();
+    let bands: Vec<(f64, f64)> = r
+        .ranges
+        .iter()
+        .map(|rg| (r.fit[rg.start].size as f64, r.fit[rg.end].size as f64))
+        .collect();
+    let mut series = vec![("(PRTT(n,0,s) − PRTT(1,0,s))/(n−1), ns", "#c33", pts, false)];
+    for (i, rg) in r.ranges.iter().enumerate() {
+        let seg: Vec<(f64, f64)> = (rg.start..=rg.end)
+            .map(|j| {
+                let s = r.fit[j].size as f64;
+                (s, rg.line.at(s - 1.0))
+            })
+            .collect();
+        series.push((
+            if i == 0 {
+                "fit g + (s−1)G per protocol range"
+            } else {
+                ""
+            },
+            "#36c",
+            seg,
+            true,
+        ));
+    }
+    Plot {
+        title: format!("{mpi}: g + (s−1)·G over message size (baseline), ranges shaded"),
+        xlabel: "message size s (bytes, log)".into(),
+        ylabel: "time per message (ns, log)".into(),
+        log: true,
+        series,
+        bands,
+    }
+    .svg()
+}
+
+/// Writes every output file into `--out`.
+pub fn write_all(cal: &Calibration, text: &str) -> Result<(), String> {
+    let dir = &cal.opts.out;
+    let raw_dir = dir.join("raw");
+    std::fs::create_dir_all(&raw_dir)
+        .map_err(|e| format!("cannot create {}: {e}", raw_dir.display()))?;
+    let put = |p: &Path, s: &str| {
+        std::fs::write(p, s).map_err(|e| format!("cannot write {}: {e}", p.display()))
+    };
+    put(&dir.join("report.md"), text)?;
+    put(&dir.join("report.txt"), text)?;
+    put(&dir.join("calibration.csv"), &csv(cal))?;
+    put(&dir.join("fit.csv"), &fit_csv(cal))?;
+    put(&dir.join("calibration.json"), &json(cal))?;
+    let mpi = cal.opts.mpi.name();
+    if let Some(r) = cal.baseline.runs.first() {
+        put(&dir.join("fit.svg"), &fit_plot(r, mpi))?;
+    }
+    for k in &cal.knobs {
+        put(
+            &dir.join(format!("plot-{}.svg", k.knob.name)),
+            &knob_plot(k, mpi),
+        )?;
+    }
+    for (name, t) in &cal.raw {
+        put(&raw_dir.join(format!("{name}.txt")), t)?;
+    }
+    Ok(())
+}

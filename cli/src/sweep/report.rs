@@ -1,0 +1,254 @@
+//! The summary printed at the end of a sweep, its Markdown twin
+//! `summary.md`, and `write_all`, which writes every file (the CSV and JSON
+//! exporters are in their own files).
+
+use super::stats::Stat;
+use super::{csv, json, svg, Curve, PointStats, Report};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// What the figure is, for headers: seconds of wall time or the metric.
+pub fn figure_name(r: &Report) -> String {
+    match &r.metric {
+        Some(m) => format!("metric /{m}/"),
+        None => "wall time (s)".into(),
+    }
+}
+
+/// `s` per unit, or the metric's own unit per unit.
+fn slope_unit(r: &Report, c: &Curve) -> String {
+    let per = c.knob.axis.unit();
+    match r.metric {
+        Some(_) => format!("metric/{per}"),
+        None => format!("s/{per}"),
+    }
+}
+
+/// Figures for humans: 3 significant-ish digits.
+fn short(v: f64) -> String {
+    if !v.is_finite() {
+        "n/a".into()
+    } else if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else if v.abs() >= 0.01 {
+        let t = format!("{v:.4}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+/// The summary rows: knob, slope, % per unit, R², threshold crossing.
+fn summary_rows(r: &Report) -> Vec<[String; 6]> {
+    let base = r.baseline.time.map(|t| r.stat.of(&t));
+    r.curves
+        .iter()
+        .map(|c| {
+            let u = c.knob.axis.unit();
+            let (slope, pct, r2) = match (c.fit, base) {
+                (Some(f), Some(b)) => (
+                    format!("{} {}", short(f.slope), slope_unit(r, c)),
+                    format!("{} %/{u}", short(100.0 * f.slope / b)),
+                    short(f.r2),
+                ),
+                _ => ("n/a".into(), "n/a".into(), "n/a".into()),
+            };
+            let max = c
+                .points
+                .iter()
+                .filter_map(|p| {
+                    p.slowdown
+                        .map(|s| (format!("{}={}", c.knob.name, p.label), r.stat.of(&s)))
+                })
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            let cross = match (c.crossing, &max) {
+                (Some(x), _) => format!("{}{u}", short(x)),
+                (None, Some((label, m))) => format!("not reached (max {m:.1} % at {label})"),
+                (None, None) => "n/a".into(),
+            };
+            let n = c.points.len().to_string();
+            [c.knob.name.clone(), n, slope, pct, r2, cross]
+        })
+        .collect()
+}
+
+/// Above this spread of the baseline (IQR / median, in %), the summary
+/// warns that small slowdowns cannot be told from noise.
+pub const NOISY_IQR_PCT: f64 = 5.0;
+
+/// An actionable warning when the baseline itself is noisy.
+pub fn noise_warning(r: &Report) -> Option<String> {
+    let t = r.baseline.time?;
+    let iqr_pct = 100.0 * (t.q3 - t.q1) / t.median;
+    (t.median > 0.0 && iqr_pct > NOISY_IQR_PCT).then(|| {
+        format!(
+            "warning: the baseline alone spreads by {iqr_pct:.0} % (interquartile range over median), so slowdowns \
+             smaller than that are noise: the machine may be busy; use more --repeat{}{}",
+            if r.stat == Stat::Median {
+                ", --stat min"
+            } else {
+                ""
+            },
+            if r.metric.is_none() {
+                ", or --metric to time the program's own loop instead of the launcher too"
+            } else {
+                ""
+            }
+        )
+    })
+}
+
+const SUMMARY_HEAD: [&str; 6] = ["knob", "points", "slope", "slowdown", "R²", "+10 % at"];
+
+pub fn summary_text(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "loggp sweep: {} ({}), figure: {}",
+        r.command.join(" "),
+        r.mpi,
+        figure_name(r)
+    );
+    match r.baseline.time {
+        Some(t) => {
+            let _ = writeln!(
+                s,
+                "baseline (shim loaded, knobs at zero): median {} over {} runs (min {}, max {}); points compared by their {}",
+                short(t.median),
+                t.n,
+                short(t.min),
+                short(t.max),
+                r.stat.name()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "baseline: no successful run, so no slowdown can be computed"
+            );
+        }
+    }
+    if let Some(w) = noise_warning(r) {
+        let _ = writeln!(s, "{w}");
+    }
+    let rows = summary_rows(r);
+    let mut widths = SUMMARY_HEAD.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut l = String::new();
+        for (c, w) in cells.iter().zip(widths) {
+            let pad = w.saturating_sub(c.chars().count());
+            let _ = write!(l, "{c}{}  ", " ".repeat(pad));
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    s.push_str(&line(SUMMARY_HEAD.to_vec()));
+    for row in &rows {
+        s.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    let failed = r.failed_runs();
+    if failed > 0 || !r.complete {
+        let _ = writeln!(
+            s,
+            "{failed} of {} runs failed{}; the statistics use the runs that succeeded",
+            r.runs.len(),
+            if r.complete {
+                ""
+            } else {
+                " and the sweep stopped early"
+            }
+        );
+    }
+    s
+}
+
+pub fn markdown(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Command: `{}` ({}); figure: {}; {} runs per point.\n",
+        r.command.join(" "),
+        r.mpi,
+        figure_name(r),
+        r.repeat
+    );
+    let _ = writeln!(s, "| {} |", SUMMARY_HEAD.join(" | "));
+    let _ = writeln!(s, "|{}", "---|".repeat(SUMMARY_HEAD.len()));
+    for row in summary_rows(r) {
+        let _ = writeln!(s, "| {} |", row.join(" | "));
+    }
+    s.push('\n');
+    let _ = writeln!(
+        s,
+        "| point | n | median | min | max | slowdown % ({}) | slowdown % (min–max) |\n|---|---|---|---|---|---|---|",
+        r.stat.name()
+    );
+    let mut row = |name: String, p: &PointStats| {
+        let (n, med, min, max) = p.time.map_or(
+            ("0".into(), "–".into(), "–".into(), "–".into()),
+            |t| (t.n.to_string(), short(t.median), short(t.min), short(t.max)),
+        );
+        let (sm, sr) = p.slowdown.map_or(("–".into(), "–".into()), |d| {
+            (
+                format!("{:.1}", r.stat.of(&d)),
+                format!("{:.1} – {:.1}", d.min, d.max),
+            )
+        });
+        let failed = if p.failed > 0 {
+            format!(" ({} failed)", p.failed)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "| {name} | {n}{failed} | {med} | {min} | {max} | {sm} | {sr} |"
+        );
+    };
+    row("baseline".into(), &r.baseline);
+    for c in &r.curves {
+        for p in &c.points {
+            row(format!("{}={}", c.knob.name, p.label), p);
+        }
+    }
+    s
+}
+
+/// Writes every file into `dir`; returns their paths.
+pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<String>, String> {
+    let files = [
+        ("runs.csv", csv::runs_csv(r)),
+        ("points.csv", csv::points_csv(r)),
+        ("sweep.json", json::json(r)),
+        ("summary.md", markdown(r)),
+        ("sweep.svg", svg::plot(r)),
+    ];
+    let mut written = Vec::new();
+    for (name, body) in files {
+        let p = dir.join(name);
+        std::fs::write(&p, body)
+            .map_err(|e| format!("sweep: cannot write {}: {e}", p.display()))?;
+        written.push(p.display().to_string());
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_numbers() {
+        assert_eq!(short(0.0), "0");
+        assert_eq!(short(1.23456), "1.2346");
+        assert_eq!(short(1.0), "1");
+        assert_eq!(short(2.5), "2.5");
+        assert_eq!(short(0.000123), "1.230e-4");
+        assert_eq!(short(f64::NAN), "n/a");
+    }
+}

@@ -1,0 +1,201 @@
+//! The few statistics a sweep reports, each with its formula.
+
+/// Quantile `q` in [0, 1] of sorted data, by linear interpolation between
+/// order statistics: `h = (n-1)q`, `x[⌊h⌋] + (h-⌊h⌋)(x[⌊h⌋+1]-x[⌊h⌋])`
+/// (Hyndman & Fan 1996, definition 7; R's and NumPy's default).
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    assert!(!sorted.is_empty(), "quantile of no data");
+    let h = (sorted.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let lo = h.floor();
+    #[allow(clippy::cast_possible_truncation)] // 0 <= lo <= n-1: exact
+    let i = lo as usize;
+    match sorted.get(i + 1) {
+        Some(&next) => sorted[i] + (h - lo) * (next - sorted[i]),
+        None => sorted[i],
+    }
+}
+
+/// Five-number summary of one point's repeats.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    pub n: usize,
+    pub min: f64,
+    pub q1: f64,
+    pub median: f64,
+    pub q3: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    /// `None` for no data.
+    pub fn of(data: &[f64]) -> Option<Summary> {
+        if data.is_empty() {
+            return None;
+        }
+        let mut s = data.to_vec();
+        s.sort_by(f64::total_cmp);
+        Some(Summary {
+            n: s.len(),
+            min: s[0],
+            q1: quantile(&s, 0.25),
+            median: quantile(&s, 0.5),
+            q3: quantile(&s, 0.75),
+            max: s[s.len() - 1],
+        })
+    }
+
+    /// Every figure divided by `base` and turned into a slowdown in %:
+    /// `100 (t/base - 1)`.
+    pub fn slowdown_pct(&self, base: f64) -> Summary {
+        let f = |t: f64| 100.0 * (t / base - 1.0);
+        Summary {
+            n: self.n,
+            min: f(self.min),
+            q1: f(self.q1),
+            median: f(self.median),
+            q3: f(self.q3),
+            max: f(self.max),
+        }
+    }
+}
+
+/// Which order statistic of the repeats stands for a point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stat {
+    /// The median: robust to a wild run either way (the default).
+    Median,
+    /// The fastest run: on a busy machine interference only adds time, so
+    /// the minimum is the least disturbed estimate (hyperfine's advice).
+    Min,
+}
+
+impl Stat {
+    pub fn parse(s: &str) -> Option<Stat> {
+        match s {
+            "median" => Some(Stat::Median),
+            "min" => Some(Stat::Min),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stat::Median => "median",
+            Stat::Min => "min",
+        }
+    }
+
+    pub fn of(self, s: &Summary) -> f64 {
+        match self {
+            Stat::Median => s.median,
+            Stat::Min => s.min,
+        }
+    }
+}
+
+/// Ordinary least squares `y = a + b x`:
+/// `b = Σ(x-x̄)(y-ȳ) / Σ(x-x̄)²`, `a = ȳ - b x̄`, and
+/// `R² = 1 - Σ(y - a - b x)² / Σ(y-ȳ)²` (NaN when every y is equal).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fit {
+    pub intercept: f64,
+    pub slope: f64,
+    pub r2: f64,
+}
+
+/// `None` with fewer than two distinct x.
+pub fn linear_fit(pts: &[(f64, f64)]) -> Option<Fit> {
+    let n = pts.len() as f64;
+    if pts.len() < 2 {
+        return None;
+    }
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let slope = sxy / sxx;
+    let intercept = my - slope * mx;
+    let syy: f64 = pts.iter().map(|p| (p.1 - my).powi(2)).sum();
+    let sres: f64 = pts
+        .iter()
+        .map(|p| (p.1 - intercept - slope * p.0).powi(2))
+        .sum();
+    let r2 = if syy > 0.0 {
+        1.0 - sres / syy
+    } else {
+        f64::NAN
+    };
+    Some(Fit {
+        intercept,
+        slope,
+        r2,
+    })
+}
+
+/// The first x at which the curve `pts` (sorted by x) reaches `level`,
+/// interpolating linearly between the two points that straddle it; the
+/// first x when the curve starts at or above it; `None` when it never does.
+pub fn crossing(pts: &[(f64, f64)], level: f64) -> Option<f64> {
+    let first = pts.first()?;
+    if first.1 >= level {
+        return Some(first.0);
+    }
+    pts.windows(2).find_map(|w| {
+        let ((x0, y0), (x1, y1)) = (w[0], w[1]);
+        (y0 < level && y1 >= level).then(|| x0 + (level - y0) / (y1 - y0) * (x1 - x0))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_match_type_7() {
+        let s = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(quantile(&s, 0.5), 2.5);
+        assert_eq!(quantile(&s, 0.25), 1.75);
+        assert_eq!(quantile(&s, 0.75), 3.25);
+        assert_eq!(quantile(&s, 0.0), 1.0);
+        assert_eq!(quantile(&s, 1.0), 4.0);
+        assert_eq!(quantile(&[7.0], 0.5), 7.0);
+    }
+
+    #[test]
+    fn summary_sorts_and_scales() {
+        let s = Summary::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.n, s.min, s.median, s.max), (3, 1.0, 2.0, 3.0));
+        let d = s.slowdown_pct(2.0);
+        assert_eq!((d.min, d.median, d.max), (-50.0, 0.0, 50.0));
+        assert!(Summary::of(&[]).is_none());
+    }
+
+    #[test]
+    fn exact_line_fits_perfectly() {
+        let f = linear_fit(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]).unwrap();
+        assert!((f.slope - 2.0).abs() < 1e-12 && (f.intercept - 1.0).abs() < 1e-12);
+        assert!((f.r2 - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn noisy_fit_has_lower_r2() {
+        let f = linear_fit(&[(0.0, 0.0), (1.0, 2.0), (2.0, 1.0), (3.0, 3.0)]).unwrap();
+        // by hand: x̄=1.5, ȳ=1.5, Sxy=4, Sxx=5, b=0.8, a=0.3, SSres=1.8, SSyy=5
+        assert!((f.slope - 0.8).abs() < 1e-12);
+        assert!((f.r2 - (1.0 - 1.8 / 5.0)).abs() < 1e-12);
+        assert!(linear_fit(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
+        assert!(linear_fit(&[(0.0, 1.0), (1.0, 1.0)]).unwrap().r2.is_nan());
+    }
+
+    #[test]
+    fn crossing_interpolates() {
+        let c = [(0.0, 0.0), (10.0, 5.0), (20.0, 15.0)];
+        assert_eq!(crossing(&c, 10.0), Some(15.0));
+        assert_eq!(crossing(&c, 20.0), None);
+        assert_eq!(crossing(&[(0.0, 12.0)], 10.0), Some(0.0));
+        assert_eq!(crossing(&[], 10.0), None);
+    }
+}

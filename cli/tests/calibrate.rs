@@ -1,0 +1,254 @@
+//! `loggp calibrate` end to end, on 2 ranks, for both MPIs.
+//!
+//! Runs the release binary `target/release/loggp` (with the kernel
+//! `loggp-prtt-*` and the shims beside it): build with `scripts/build.sh`
+//! first. The calibrate command takes `/tmp/loggp-mpi.lock` itself around
+//! every mpirun, so these tests must not hold it (they would deadlock).
+//!
+//! Expectations:
+//! * baseline only (no shim needed): every output file exists; every
+//!   parameter is finite; o_s, o_r, g, g_s, g_r, G, RTT are positive; L may
+//!   be negative on shared memory (Hoefler §3.4) but o_s + o_r < RTT.
+//! * quick sweep of o_s through the shim: the same, plus the sweep's plot,
+//!   and every row's parameters finite and positive except L.
+//! * o_s = +50 µs reads back as 40..75 µs realised (measured − baseline).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn loggp() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/loggp");
+    assert!(
+        p.is_file(),
+        "{} is missing: run scripts/build.sh first",
+        p.display()
+    );
+    for mpi in ["openmpi", "mpich"] {
+        let k = p.with_file_name(format!("loggp-prtt-{mpi}"));
+        assert!(
+            k.is_file(),
+            "{} is missing: run scripts/build.sh first",
+            k.display()
+        );
+    }
+    p
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "loggp-calibrate-test-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn calibrate(name: &str, args: &[&str]) -> PathBuf {
+    let out = out_dir(name);
+    let o = Command::new(loggp())
+        .arg("calibrate")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("cannot start loggp");
+    assert!(
+        o.status.success(),
+        "loggp calibrate {args:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("# loggp calibration report"), "{stdout}");
+    out
+}
+
+/// calibration.csv as (header, rows), each row a map from column to text.
+fn csv(out: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let text = std::fs::read_to_string(out.join("calibration.csv")).expect("calibration.csv");
+    let mut lines = text.lines();
+    let head: Vec<String> = lines
+        .next()
+        .expect("header")
+        .split(',')
+        .map(String::from)
+        .collect();
+    lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            assert_eq!(cells.len(), head.len(), "ragged CSV row {l:?}");
+            head.iter()
+                .cloned()
+                .zip(cells.iter().map(|c| c.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(row: &std::collections::HashMap<String, String>, col: &str) -> f64 {
+    row[col]
+        .parse()
+        .unwrap_or_else(|_| panic!("{col} = {:?} is not a number in {row:?}", row[col]))
+}
+
+fn check_files(out: &Path, extra: &[&str]) {
+    for f in [
+        "report.md",
+        "report.txt",
+        "calibration.csv",
+        "calibration.json",
+        "fit.csv",
+        "fit.svg",
+        "raw/baseline-1.txt",
+    ]
+    .iter()
+    .chain(extra)
+    {
+        let p = out.join(f);
+        let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 0, "{} missing or empty", p.display());
+    }
+    let svg = std::fs::read_to_string(out.join("fit.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    let json = std::fs::read_to_string(out.join("calibration.json")).unwrap();
+    assert!(json.contains("\"baseline\"") && json.contains("\"knobs\""));
+    assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
+}
+
+fn check_params(row: &std::collections::HashMap<String, String>) {
+    for col in [
+        "o_s_ns",
+        "o_r_ns",
+        "g_ns",
+        "g_s_ns",
+        "g_r_ns",
+        "G_ns_per_B",
+        "RTT_ns",
+    ] {
+        let v = num(row, col);
+        assert!(v.is_finite() && v > 0.0, "{col} = {v} in {row:?}");
+    }
+    let (l, rtt) = (num(row, "L_ns"), num(row, "RTT_ns"));
+    assert!(l.is_finite(), "L = {l}");
+    assert!(l > -rtt / 2.0, "o_s + o_r exceed the round trip: {row:?}");
+}
+
+fn baseline_only(mpi: &str) {
+    let out = calibrate(
+        &format!("base-{mpi}"),
+        &["--quick", "--knob", "none", "--mpi", mpi],
+    );
+    check_files(&out, &["raw/baseline-2.txt"]);
+    let rows = csv(&out);
+    assert_eq!(rows.len(), 2, "two baseline runs in --quick");
+    for r in &rows {
+        assert_eq!(r["knob"], "baseline");
+        assert_eq!(r["mpi"], mpi);
+        check_params(r);
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+fn quick_sweep(mpi: &str) {
+    let out = calibrate(&format!("quick-{mpi}"), &["--quick", "--mpi", mpi]);
+    check_files(&out, &["plot-o_s.svg"]);
+    let rows = csv(&out);
+    let sweep: Vec<_> = rows.iter().filter(|r| r["knob"] == "o_s").collect();
+    assert_eq!(sweep.len(), 3, "--quick sweeps o_s over 0, 20, 50 us");
+    for r in rows.iter() {
+        check_params(r);
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Varying o_s") && md.contains("Summary against León"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+fn o_s_50us(mpi: &str) {
+    let out = calibrate(
+        &format!("os50-{mpi}"),
+        &[
+            "--knob",
+            "o_s",
+            "--values",
+            "50us",
+            "--baseline-runs",
+            "1",
+            "--reps",
+            "60",
+            "--mpi",
+            mpi,
+        ],
+    );
+    let rows = csv(&out);
+    let r = rows.iter().find(|r| r["knob"] == "o_s").expect("o_s row");
+    let realised = num(r, "realised");
+    assert!(
+        (40_000.0..=75_000.0).contains(&realised),
+        "o_s=+50us realised {realised} ns, expected 40..75 us; row {r:?}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn baseline_openmpi() {
+    baseline_only("openmpi");
+}
+
+#[test]
+fn baseline_mpich() {
+    baseline_only("mpich");
+}
+
+#[test]
+fn quick_sweep_openmpi() {
+    quick_sweep("openmpi");
+}
+
+#[test]
+fn quick_sweep_mpich() {
+    quick_sweep("mpich");
+}
+
+#[test]
+fn o_s_plus_50us_reads_back_openmpi() {
+    o_s_50us("openmpi");
+}
+
+#[test]
+fn o_s_plus_50us_reads_back_mpich() {
+    o_s_50us("mpich");
+}
+
+#[test]
+fn missing_shim_or_kernel_is_a_clear_error() {
+    // Point the shim directory somewhere empty: a sweep must refuse to
+    // start and say how to build, before measuring anything.
+    let empty = out_dir("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = Command::new(loggp())
+        .args(["calibrate", "--quick", "--out"])
+        .arg(empty.join("out"))
+        .env("LOGGP_SHIM_DIR", &empty)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("scripts/build.sh") && err.contains("shim"),
+        "{err}"
+    );
+    let o = Command::new(loggp())
+        .args(["calibrate", "--quick", "--knob", "none", "--out"])
+        .arg(empty.join("out"))
+        .env("LOGGP_BIN_DIR", &empty)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("kernel") && err.contains("scripts/build.sh"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&empty);
+}

@@ -1,0 +1,227 @@
+//! Collectives under perturbation (issue 4, "Tests"): real `mpirun` jobs of
+//! `tests/progs/coll.c`, `coll_inter.c` and `coll_fortran.f90` for Open MPI
+//! and MPICH, with the real shim.
+//!
+//! - Every intercepted collective (Barrier, Bcast, Reduce, Allreduce,
+//!   Gather(v), Scatter(v), Allgather(v), Alltoall(v), Reduce_scatter(_block),
+//!   Scan, Exscan) against a reference the program computes locally from
+//!   every rank's known input, bit for bit (integers, MAX/MIN, a
+//!   non-commutative user-defined op, exactly representable doubles), with
+//!   counts 0, 1, odd and large, MPI_IN_PLACE, a derived type with holes,
+//!   sub-communicators: natively, then through the shim at np = 2, 3, 4, 5
+//!   with the default algorithms and with every other algorithm forced by
+//!   `LOGGP_COLL_<OP>`.
+//! - A knob changes a collective's time: Barrier on 4 ranks with
+//!   `LOGGP_L=+50us` takes >= 2 · 50 µs (dissemination: log2 4 rounds), from
+//!   C and from Fortran.
+//! - A bad `LOGGP_COLL_*` value and an intercommunicator collective stop
+//!   the job with one `loggp-shim:` line, without a crash.
+//!
+//! The harness (`common`) holds `/tmp/loggp-mpi.lock` for every job and kills
+//! a job that outlives its timeout (a deadlock fails, it never hangs).
+//!
+//! Run: `bash scripts/build.sh && cargo test -p loggp --test mpi_coll`
+
+mod common;
+
+use common::{retry, Job, Mpi, Via};
+use std::time::Duration;
+
+const NPS: [u32; 4] = [2, 3, 4, 5];
+
+fn check(mpi: Mpi, np: u32, via: Via, vars: &[(&str, &str)]) {
+    let mut job = Job::new(mpi, "coll")
+        .np(np)
+        .via(via)
+        .vars(vars)
+        .args(&["check"]);
+    job.timeout = Duration::from_secs(120);
+    let out = job.run();
+    out.expect_pass(&format!("coll check: ok np={np}"));
+    assert!(
+        !out.crashed() && out.shim_lines().is_empty(),
+        "{}",
+        out.describe()
+    );
+}
+
+fn correctness(mpi: Mpi) {
+    // The program's own references hold natively.
+    check(mpi, 3, Via::Native, &[]);
+    for np in NPS {
+        check(mpi, np, Via::Direct, &[("LOGGP_VT", "on")]);
+    }
+    // A knob does not change a result.
+    check(
+        mpi,
+        4,
+        Via::Direct,
+        &[("LOGGP_L", "+5us"), ("LOGGP_O_S", "1us")],
+    );
+}
+
+/// Every non-default algorithm, in three profiles.
+const PROFILES: &[&[(&str, &str)]] = &[
+    &[
+        ("LOGGP_COLL_BARRIER", "recursive_doubling"),
+        ("LOGGP_COLL_BCAST", "binary"),
+        ("LOGGP_COLL_REDUCE", "binary"),
+        ("LOGGP_COLL_ALLREDUCE", "reduce_bcast"),
+        ("LOGGP_COLL_GATHER", "linear"),
+        ("LOGGP_COLL_SCATTER", "linear"),
+        ("LOGGP_COLL_ALLGATHER", "ring"),
+        ("LOGGP_COLL_ALLTOALL", "linear"),
+        ("LOGGP_COLL_SCAN", "linear"),
+        ("LOGGP_COLL_EXSCAN", "linear"),
+    ],
+    &[
+        ("LOGGP_COLL_BARRIER", "linear"),
+        ("LOGGP_COLL_BCAST", "pipeline:1KiB"),
+        ("LOGGP_COLL_REDUCE", "pipeline:1KiB"),
+        ("LOGGP_COLL_ALLGATHER", "recursive_doubling"),
+    ],
+    &[
+        ("LOGGP_COLL_BARRIER", "ring"),
+        ("LOGGP_COLL_BCAST", "linear"),
+        ("LOGGP_COLL_REDUCE", "linear"),
+        ("LOGGP_COLL_GATHERV", "native"),
+        ("LOGGP_COLL_ALLTOALLV", "native"),
+    ],
+    &[
+        ("LOGGP_COLL_BCAST", "binomial:4KiB"),
+        ("LOGGP_COLL_REDUCE", "binomial:100B"),
+    ],
+];
+
+fn algorithms(mpi: Mpi) {
+    for (i, prof) in PROFILES.iter().enumerate() {
+        let mut vars = vec![("LOGGP_VT", "on")];
+        vars.extend_from_slice(prof);
+        for np in [3, 4] {
+            check(mpi, np, Via::Direct, &vars);
+        }
+        if i == 0 {
+            check(mpi, 5, Via::Direct, &vars);
+        }
+    }
+}
+
+/// Barrier at np = 4 with L=+50us: median >= 100 us (2 rounds, each one
+/// message on the critical path). Only a lower bound: 4 ranks on this
+/// machine's cores are oversubscribed, so the upper side is noise.
+fn barrier_latency(mpi: Mpi, prog: &str) {
+    let marker = if prog == "coll" {
+        "coll barrier:"
+    } else {
+        "coll fortran: ok"
+    };
+    retry(
+        3,
+        &format!("{prog} Barrier np=4 L=+50us, {}", mpi.name()),
+        || {
+            let mut job = Job::new(mpi, prog)
+                .np(4)
+                .via(Via::Direct)
+                .var("LOGGP_L", "+50us");
+            if prog == "coll" {
+                job = job.args(&["barrier", "60"]);
+            }
+            let out = job.run();
+            out.expect_pass(marker);
+            let med = out.num("barrier_us");
+            if med >= 100.0 {
+                Ok(format!("median barrier {med:.1} us"))
+            } else {
+                Err(format!(
+                    "median barrier {med:.1} us with L=+50us at np=4: expected >= 100 us"
+                ))
+            }
+        },
+    );
+}
+
+fn refusals(mpi: Mpi) {
+    let out = Job::new(mpi, "coll")
+        .np(3)
+        .via(Via::Direct)
+        .vars(&[("LOGGP_VT", "on"), ("LOGGP_COLL_BCAST", "ring")])
+        .args(&["check"])
+        .run();
+    let lines = out.shim_lines();
+    assert!(
+        !out.success()
+            && !out.crashed()
+            && lines.len() == 1
+            && lines[0].starts_with("loggp-shim: LOGGP_COLL_BCAST=\"ring\" is not accepted"),
+        "a bad LOGGP_COLL_BCAST must stop the job with one line\n{}",
+        out.describe()
+    );
+    Job::new(mpi, "coll_inter")
+        .np(4)
+        .via(Via::Native)
+        .run()
+        .expect_pass("coll inter: ok");
+    let out = Job::new(mpi, "coll_inter")
+        .np(4)
+        .via(Via::Direct)
+        .var("LOGGP_VT", "on")
+        .run();
+    let lines = out.shim_lines();
+    assert!(
+        !out.success()
+            && lines.len() == 1
+            && lines[0].contains("MPI_Bcast on an intercommunicator is not supported"),
+        "an intercommunicator collective must stop the job with one line\n{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn coll_correctness_openmpi() {
+    correctness(Mpi::OpenMpi);
+}
+
+#[test]
+fn coll_correctness_mpich() {
+    correctness(Mpi::Mpich);
+}
+
+#[test]
+fn coll_algorithms_openmpi() {
+    algorithms(Mpi::OpenMpi);
+}
+
+#[test]
+fn coll_algorithms_mpich() {
+    algorithms(Mpi::Mpich);
+}
+
+#[test]
+fn coll_barrier_latency_openmpi() {
+    barrier_latency(Mpi::OpenMpi, "coll");
+}
+
+#[test]
+fn coll_barrier_latency_mpich() {
+    barrier_latency(Mpi::Mpich, "coll");
+}
+
+#[test]
+fn coll_fortran_openmpi() {
+    barrier_latency(Mpi::OpenMpi, "coll_fortran");
+}
+
+#[test]
+fn coll_fortran_mpich() {
+    barrier_latency(Mpi::Mpich, "coll_fortran");
+}
+
+#[test]
+fn coll_refusals_openmpi() {
+    refusals(Mpi::OpenMpi);
+}
+
+#[test]
+fn coll_refusals_mpich() {
+    refusals(Mpi::Mpich);
+}

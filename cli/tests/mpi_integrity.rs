@@ -1,0 +1,131 @@
+//! Data integrity and MPI semantics under the shim (issue 2, "Tests", first
+//! item): real `mpirun` jobs of `tests/progs/{integrity,semantics,threads}.c`
+//! for Open MPI and MPICH, at np = 2 and 3, natively and with the shim at
+//! zero, with `LOGGP_VT=on`, and with every knob set at once (small values;
+//! at np = 2 also large values with a send queue of 4). The programs
+//! check their own data; `integrity` also prints an order-independent
+//! checksum of everything received, which must equal the native run's.
+//!
+//! Run: `bash scripts/build.sh && cargo test -p loggp --test mpi_integrity`
+
+mod common;
+
+use common::{Job, Mpi, Via};
+
+/// Every knob at once, small values (issue 2).
+const ALL_KNOBS: &[(&str, &str)] = &[
+    ("LOGGP_L", "2us"),
+    ("LOGGP_O_S", "1us"),
+    ("LOGGP_O_R", "1us"),
+    ("LOGGP_G_S", "3us"),
+    ("LOGGP_G_R", "3us"),
+    ("LOGGP_G", "1GB/s"),
+];
+
+/// Large knobs and a short send queue, to stress ordering: messages of very
+/// different sizes arrive at very different virtual times, and Isend blocks
+/// on the queue.
+const LARGE_KNOBS: &[(&str, &str)] = &[
+    ("LOGGP_L", "50us"),
+    ("LOGGP_O_S", "5us"),
+    ("LOGGP_O_R", "5us"),
+    ("LOGGP_G_S", "10us"),
+    ("LOGGP_G_R", "10us"),
+    ("LOGGP_G", "100MB/s"),
+    ("LOGGP_SEND_QUEUE", "4"),
+];
+
+/// `LOGGP_*` settings of one configuration.
+type Knobs = Vec<(&'static str, &'static str)>;
+
+/// (name, how, variables) of each configuration a program runs under.
+fn configs(np: u32) -> Vec<(&'static str, Via, Knobs)> {
+    let mut v = vec![
+        ("native (no shim)", Via::Native, vec![]),
+        ("shim, no knobs", Via::Direct, vec![]),
+        ("shim, LOGGP_VT=on", Via::Direct, vec![("LOGGP_VT", "on")]),
+        (
+            "shim, every knob",
+            // Both ways of preloading: `loggp run` at np=2, mpirun's own
+            // flags at np=3.
+            if np == 2 { Via::Loggp } else { Via::Direct },
+            ALL_KNOBS.to_vec(),
+        ),
+    ];
+    if np == 2 {
+        v.push((
+            "shim, large knobs, send queue 4",
+            Via::Direct,
+            LARGE_KNOBS.to_vec(),
+        ));
+    }
+    v
+}
+
+/// Runs `prog` under every configuration at each `np`; collects every
+/// failure before failing, so one run shows the whole picture.
+fn run_all(mpi: Mpi, prog: &str, nps: &[u32], marker: &str, same_checksum: bool) {
+    let mut failures = Vec::new();
+    for &np in nps {
+        let mut native_sum: Option<String> = None;
+        for (name, via, vars) in configs(np) {
+            let out = Job::new(mpi, prog).np(np).via(via).vars(&vars).run();
+            let what = format!("{prog} {} np={np} {name}", mpi.name());
+            if !(out.success() && out.stdout.contains(marker)) {
+                failures.push(format!(
+                    "{what}: expected exit 0 and {marker:?}\n{}",
+                    out.describe()
+                ));
+                continue;
+            }
+            if same_checksum {
+                let sum = out.word("checksum");
+                match (&native_sum, via) {
+                    (_, Via::Native) => native_sum = sum,
+                    (Some(n), _) if sum.as_ref() != Some(n) => failures.push(format!(
+                        "{what}: checksum {sum:?} differs from the native run's {n}\n{}",
+                        out.describe()
+                    )),
+                    _ => {}
+                }
+            }
+            eprintln!("ok: {what} ({:.2} s)", out.elapsed.as_secs_f64());
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn integrity_openmpi() {
+    run_all(Mpi::OpenMpi, "integrity", &[2, 3], "integrity: PASS", true);
+}
+
+#[test]
+fn integrity_mpich() {
+    run_all(Mpi::Mpich, "integrity", &[2, 3], "integrity: PASS", true);
+}
+
+#[test]
+fn semantics_openmpi() {
+    run_all(Mpi::OpenMpi, "semantics", &[2, 3], "semantics: PASS", false);
+}
+
+#[test]
+fn semantics_mpich() {
+    run_all(Mpi::Mpich, "semantics", &[2, 3], "semantics: PASS", false);
+}
+
+#[test]
+fn thread_multiple_openmpi() {
+    run_all(Mpi::OpenMpi, "threads", &[2], "threads: PASS", false);
+}
+
+#[test]
+fn thread_multiple_mpich() {
+    run_all(Mpi::Mpich, "threads", &[2], "threads: PASS", false);
+}

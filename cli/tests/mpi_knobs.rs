@@ -1,0 +1,470 @@
+//! Each knob has its effect (issue 2, "Tests", items 2 and 3): real `mpirun`
+//! jobs of `tests/progs/timing.c`, `overlap.c` and `paths.c` at np = 2 for
+//! Open MPI and MPICH, compared with a native run of the same program where
+//! the bound is relative. Bounds are generous; a few hundred repetitions at
+//! most.
+//!
+//! The machine has 2 shared cores and other work on it, and load from
+//! elsewhere only ever adds time. So a lower bound (the knob's effect) is
+//! checked on the median, against the native run's minimum, and an upper
+//! bound (nothing more than the knob) on the 10th percentile; each check is
+//! retried up to 3 times, 2 s apart. A shim that misses a lower bound
+//! misses it on every attempt.
+//!
+//! Run: `bash scripts/build.sh && cargo test -p loggp --test mpi_knobs`
+
+mod common;
+
+use common::{retry, Job, Mpi, Outcome, Via};
+
+const ATTEMPTS: u32 = 3;
+
+fn timing(mpi: Mpi, via: Via, vars: &[(&str, &str)], mode: &str, reps: u32) -> Outcome {
+    let out = Job::new(mpi, "timing")
+        .via(via)
+        .vars(vars)
+        .args(&[mode, &reps.to_string()])
+        .run();
+    out.expect_pass(&format!("timing {mode}:"));
+    out
+}
+
+/// Median, 10th percentile and minimum of `key` (see `put_stat` in
+/// tests/progs/common.h).
+#[derive(Clone, Copy, Debug)]
+struct Stat {
+    med: f64,
+    p10: f64,
+    min: f64,
+}
+
+fn stat(out: &Outcome, key: &str) -> Stat {
+    Stat {
+        med: out.num(key),
+        p10: out.num(&format!("{key}_p10")),
+        min: out.num(&format!("{key}_min")),
+    }
+}
+
+/// The numbers and the bound: `Ok` when `ok`, else `Err`.
+fn bound(ok: bool, what: String) -> Result<String, String> {
+    if ok {
+        Ok(what)
+    } else {
+        Err(what)
+    }
+}
+
+// ---- L ----------------------------------------------------------------------
+
+/// `L=+20us` raises the 8-byte half round trip by >= 20 us and < 40 us:
+/// median with L at least native minimum + 20 (0.2 us of slack: the delay is
+/// exact only to the native transit the shim learned), 10th percentile
+/// below native minimum + 40.
+fn latency(mpi: Mpi, via: Via) {
+    retry(ATTEMPTS, &format!("L=+20us, {}", mpi.name()), || {
+        let n = stat(
+            &timing(mpi, Via::Native, &[], "pingpong", 300),
+            "half_rtt_us",
+        );
+        let s = stat(
+            &timing(mpi, via, &[("LOGGP_L", "+20us")], "pingpong", 300),
+            "half_rtt_us",
+        );
+        bound(
+            s.med - n.min >= 19.8 && s.p10 - n.min < 40.0,
+            format!(
+                "half round trip native {:.3} us (min {:.3}), with L=+20us {:.3} us (p10 {:.3}): \
+                 expected median >= native min + 20, p10 < native min + 40",
+                n.med, n.min, s.med, s.p10
+            ),
+        )
+    });
+}
+
+#[test]
+fn l_raises_half_round_trip_openmpi() {
+    latency(Mpi::OpenMpi, Via::Loggp);
+}
+
+#[test]
+fn l_raises_half_round_trip_mpich() {
+    latency(Mpi::Mpich, Via::Direct);
+}
+
+// ---- pass-through ------------------------------------------------------------
+
+/// With every knob at zero the shim is a pass-through; virtual time with zero
+/// knobs (`LOGGP_VT=on`) costs little. Generous: 10th percentile of the
+/// 8-byte half round trip < native minimum + 1 us, and + 2 us with
+/// `LOGGP_VT=on` (the targets are 5 ns and 0.25 us; the benchmark measures
+/// those).
+fn pass_through(mpi: Mpi) {
+    retry(ATTEMPTS, &format!("pass-through, {}", mpi.name()), || {
+        let half = |via, vars: &[(&str, &str)]| {
+            stat(&timing(mpi, via, vars, "pingpong", 300), "half_rtt_us")
+        };
+        let n = half(Via::Native, &[]);
+        let zero = half(Via::Direct, &[]);
+        let vt = half(Via::Direct, &[("LOGGP_VT", "on")]);
+        bound(
+            zero.p10 - n.min < 1.0 && vt.p10 - n.min < 2.0,
+            format!(
+                "half round trip native {:.3} us (min {:.3}), shim at zero {:.3} us (p10 {:.3}, \
+                 expected < native min + 1), LOGGP_VT=on {:.3} us (p10 {:.3}, expected < native min + 2)",
+                n.med, n.min, zero.med, zero.p10, vt.med, vt.p10
+            ),
+        )
+    });
+}
+
+#[test]
+fn zero_knobs_pass_through_openmpi() {
+    pass_through(Mpi::OpenMpi);
+}
+
+#[test]
+fn zero_knobs_pass_through_mpich() {
+    pass_through(Mpi::Mpich);
+}
+
+// ---- o_s, o_r ------------------------------------------------------------------
+
+/// `o_s=+20us` keeps the CPU inside MPI_Send >= 20 us (median), busy: the
+/// thread's CPU time in the call is >= 15 us (a sleep would give ~0); and
+/// not much more (10th percentile < 45 us).
+fn o_s(mpi: Mpi) {
+    retry(ATTEMPTS, &format!("o_s=+20us, {}", mpi.name()), || {
+        let out = timing(mpi, Via::Direct, &[("LOGGP_O_S", "+20us")], "osend", 200);
+        let (t, cpu) = (stat(&out, "send_us"), stat(&out, "cpu_send_us"));
+        bound(
+            t.med >= 20.0 && t.p10 < 45.0 && cpu.med >= 15.0,
+            format!(
+                "with o_s=+20us MPI_Send takes {:.3} us (p10 {:.3}; expected >= 20, p10 < 45), \
+                 CPU {:.3} us (expected >= 15)",
+                t.med, t.p10, cpu.med
+            ),
+        )
+    });
+}
+
+#[test]
+fn o_s_holds_cpu_in_send_openmpi() {
+    o_s(Mpi::OpenMpi);
+}
+
+#[test]
+fn o_s_holds_cpu_in_send_mpich() {
+    o_s(Mpi::Mpich);
+}
+
+/// `o_r=+20us` keeps MPI_Recv of an already-arrived message >= 20 us, busy.
+fn o_r(mpi: Mpi) {
+    retry(ATTEMPTS, &format!("o_r=+20us, {}", mpi.name()), || {
+        let out = timing(mpi, Via::Loggp, &[("LOGGP_O_R", "20us")], "orecv", 100);
+        let (t, cpu) = (stat(&out, "recv_us"), stat(&out, "cpu_recv_us"));
+        bound(
+            t.med >= 20.0 && t.p10 < 45.0 && cpu.med >= 15.0,
+            format!(
+                "with o_r=+20us MPI_Recv of an arrived message takes {:.3} us (p10 {:.3}; \
+                 expected >= 20, p10 < 45), CPU {:.3} us (expected >= 15)",
+                t.med, t.p10, cpu.med
+            ),
+        )
+    });
+}
+
+#[test]
+fn o_r_holds_cpu_in_recv_openmpi() {
+    o_r(Mpi::OpenMpi);
+}
+
+#[test]
+fn o_r_holds_cpu_in_recv_mpich() {
+    o_r(Mpi::Mpich);
+}
+
+// ---- g_s, send queue, g_r ----------------------------------------------------------
+
+/// `g_s=20us`: 50 back-to-back Isend then Waitall take >= 49 * 20 us on the
+/// sender; with the default send queue (64) the Isend calls themselves do
+/// not wait for departures.
+fn g_s(mpi: Mpi) {
+    retry(ATTEMPTS, &format!("g_s=20us, {}", mpi.name()), || {
+        let out = timing(mpi, Via::Direct, &[("LOGGP_G_S", "20us")], "gap", 20);
+        let (isend, total) = (stat(&out, "isend_us"), stat(&out, "total_us"));
+        bound(
+            total.med >= 980.0 && total.p10 < 2500.0 && isend.p10 < 400.0,
+            format!(
+                "with g_s=20us, 50 Isend + Waitall take {:.1} us (p10 {:.1}; expected >= 980, \
+                 p10 < 2500), the Isend calls {:.1} us (p10 {:.1}; expected p10 < 400: the send \
+                 queue of 64 is not full)",
+                total.med, total.p10, isend.med, isend.p10
+            ),
+        )
+    });
+}
+
+#[test]
+fn g_s_spaces_departures_openmpi() {
+    g_s(Mpi::OpenMpi);
+}
+
+#[test]
+fn g_s_spaces_departures_mpich() {
+    g_s(Mpi::Mpich);
+}
+
+/// `g_s=20us` with `LOGGP_SEND_QUEUE=4`: the 50th Isend waits until only 4
+/// messages are left to depart, about 45 * 20 us after the first.
+fn send_queue(mpi: Mpi) {
+    retry(ATTEMPTS, &format!("send queue 4, {}", mpi.name()), || {
+        let out = timing(
+            mpi,
+            Via::Loggp,
+            &[("LOGGP_G_S", "20us"), ("LOGGP_SEND_QUEUE", "4")],
+            "gap",
+            20,
+        );
+        let (isend, total) = (stat(&out, "isend_us"), stat(&out, "total_us"));
+        bound(
+            isend.med >= 800.0 && total.med >= 980.0 && total.p10 < 2500.0,
+            format!(
+                "with g_s=20us and a send queue of 4, the 50 Isend calls take {:.1} us (expected \
+                 >= 800), with Waitall {:.1} us (p10 {:.1}; expected >= 980, p10 < 2500)",
+                isend.med, total.med, total.p10
+            ),
+        )
+    });
+}
+
+#[test]
+fn send_queue_blocks_when_full_openmpi() {
+    send_queue(Mpi::OpenMpi);
+}
+
+#[test]
+fn send_queue_blocks_when_full_mpich() {
+    send_queue(Mpi::Mpich);
+}
+
+/// `g_r=20us`: 50 messages that have all arrived are delivered >= 20 us
+/// apart, so receiving them takes >= 49 * 20 us.
+fn g_r(mpi: Mpi) {
+    retry(ATTEMPTS, &format!("g_r=20us, {}", mpi.name()), || {
+        let out = timing(mpi, Via::Direct, &[("LOGGP_G_R", "20us")], "recvgap", 20);
+        let t = stat(&out, "recv_us");
+        bound(
+            t.med >= 980.0 && t.p10 < 2500.0,
+            format!(
+                "with g_r=20us, receiving 50 arrived messages takes {:.1} us (p10 {:.1}; \
+                 expected >= 980, p10 < 2500)",
+                t.med, t.p10
+            ),
+        )
+    });
+}
+
+#[test]
+fn g_r_spaces_deliveries_openmpi() {
+    g_r(Mpi::OpenMpi);
+}
+
+#[test]
+fn g_r_spaces_deliveries_mpich() {
+    g_r(Mpi::Mpich);
+}
+
+// ---- G -----------------------------------------------------------------------
+
+/// `G=100MB/s` (or `G=10ns`, the same as a time per byte): a 1 MiB transfer
+/// takes >= (2^20 - 1) * 10 ns = 10.49 ms, and the blocking MPI_Send returns
+/// no earlier than its last byte departs.
+fn big_g(mpi: Mpi, g: &str) {
+    retry(ATTEMPTS, &format!("G={g}, {}", mpi.name()), || {
+        let out = timing(mpi, Via::Loggp, &[("LOGGP_G", g)], "bw", 10);
+        let (send, t) = (stat(&out, "send_us"), stat(&out, "time_us"));
+        bound(
+            t.med >= 10_000.0 && t.p10 < 25_000.0 && send.med >= 10_000.0,
+            format!(
+                "with G={g} a 1 MiB transfer takes {:.0} us (p10 {:.0}; expected >= 10000, \
+                 p10 < 25000), its MPI_Send {:.0} us (expected >= 10000)",
+                t.med, t.p10, send.med
+            ),
+        )
+    });
+}
+
+#[test]
+fn big_g_limits_bandwidth_openmpi() {
+    big_g(Mpi::OpenMpi, "100MB/s");
+}
+
+#[test]
+fn big_g_limits_bandwidth_mpich() {
+    big_g(Mpi::Mpich, "10ns");
+}
+
+// ---- probes see virtual arrival ----------------------------------------------------
+
+/// `L=+500us`: a probe reports a message only once it has virtually arrived.
+/// Rank 1 sends a go, rank 0 answers, rank 1 probes (Iprobe loop, blocking
+/// Probe, Improbe loop): two latencies, >= 950 us for each. The Recv or
+/// Mrecv after the probe is then short (< 100 us).
+fn probe(mpi: Mpi) {
+    retry(
+        ATTEMPTS,
+        &format!("probes with L=+500us, {}", mpi.name()),
+        || {
+            let out = timing(mpi, Via::Direct, &[("LOGGP_L", "500us")], "probe", 30);
+            let p = [
+                ("MPI_Iprobe", stat(&out, "probe_us")),
+                ("MPI_Probe", stat(&out, "bprobe_us")),
+                ("MPI_Improbe", stat(&out, "mprobe_us")),
+            ];
+            let r = stat(&out, "recv_us");
+            bound(
+                p.iter().all(|(_, t)| t.med >= 950.0 && t.p10 < 2000.0) && r.p10 < 100.0,
+                format!(
+                "with L=+500us a go/answer round trip seen by {} (expected >= 950 us, p10 < 2000 \
+                 each), the receive after the probe {:.1} us (p10 {:.1}; expected p10 < 100)",
+                p.iter()
+                    .map(|(f, t)| format!("{f} takes {:.1} us (p10 {:.1})", t.med, t.p10))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                r.med,
+                r.p10
+            ),
+            )
+        },
+    );
+}
+
+#[test]
+fn probes_wait_for_virtual_arrival_openmpi() {
+    probe(Mpi::OpenMpi);
+}
+
+#[test]
+fn probes_wait_for_virtual_arrival_mpich() {
+    probe(Mpi::Mpich);
+}
+
+// ---- overlap -----------------------------------------------------------------------
+
+/// Irecv, compute 200 us, Wait. With `L=+50us` the latency is hidden by the
+/// computation: the Wait takes < 25 us. With `L=+500us` the Wait returns
+/// about 300 us late: between 200 and 450 us.
+fn overlap(mpi: Mpi, via: Via) {
+    retry(ATTEMPTS, &format!("overlap, {}", mpi.name()), || {
+        let run = |l: &str| {
+            let out = Job::new(mpi, "overlap")
+                .via(via)
+                .var("LOGGP_L", l)
+                .args(&["200", "100"])
+                .run();
+            out.expect_pass("overlap:");
+            stat(&out, "wait_us")
+        };
+        let hidden = run("+50us");
+        let late = run("+500us");
+        bound(
+            hidden.p10 < 25.0 && late.med >= 200.0 && late.p10 < 450.0,
+            format!(
+                "after 200 us of computation, MPI_Wait takes {:.1} us (p10 {:.1}) with L=+50us \
+                 (expected p10 < 25) and {:.1} us (p10 {:.1}) with L=+500us (expected >= 200, \
+                 p10 < 450)",
+                hidden.med, hidden.p10, late.med, late.p10
+            ),
+        )
+    });
+}
+
+#[test]
+fn latency_overlaps_computation_openmpi() {
+    overlap(Mpi::OpenMpi, Via::Direct);
+}
+
+#[test]
+fn latency_overlaps_computation_mpich() {
+    overlap(Mpi::Mpich, Via::Loggp);
+}
+
+// ---- every entry point -------------------------------------------------------------
+
+/// Every receive path (Recv, Irecv with each Wait/Test form, Mprobe/Mrecv,
+/// Improbe/Imrecv, Recv_init/Start), every send path (each mode, blocking,
+/// nonblocking and persistent) and Sendrecv(_replace) feel `L`, `o_s` and
+/// `o_r` of 20 us like the plain pair (`tests/progs/paths.c`): each one-way
+/// time's median is at least 19.8 us above the fastest native path, and its
+/// 10th percentile less than 40 us above the same path's native minimum. A
+/// path the shim misses shows about half the knob (only rank 0's side of the
+/// ping-pong feels it), or wrong data.
+fn every_path(mpi: Mpi) {
+    const PATHS: usize = 24;
+    let paths = |out: &Outcome| -> Vec<(String, Stat)> {
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("paths:"))
+            .unwrap_or_else(|| panic!("no paths: line\n{}", out.describe()));
+        line.split_whitespace()
+            .skip(1)
+            .filter_map(|w| w.split_once('=').map(|(k, _)| k))
+            .filter(|k| *k != "n" && !k.ends_with("_p10") && !k.ends_with("_min"))
+            .map(|k| (k.to_string(), stat(out, k)))
+            .collect()
+    };
+    let run = |via: Via, vars: &[(&str, &str)]| {
+        let out = Job::new(mpi, "paths")
+            .via(via)
+            .vars(vars)
+            .args(&["40"])
+            .run();
+        out.expect_pass("paths:");
+        paths(&out)
+    };
+    // One native run serves the three knobs: only its minima are used, and
+    // noise cannot lower a minimum.
+    let native = run(Via::Native, &[]);
+    for knob in ["LOGGP_L", "LOGGP_O_S", "LOGGP_O_R"] {
+        retry(
+            ATTEMPTS,
+            &format!("every path with {knob}=20us, {}", mpi.name()),
+            || {
+                let shim = run(Via::Direct, &[(knob, "20us")]);
+                let fastest = native.iter().map(|p| p.1.min).fold(f64::INFINITY, f64::min);
+                let mut bad = Vec::new();
+                for ((name, n), (name2, s)) in native.iter().zip(&shim) {
+                    assert_eq!(name, name2, "the two runs list different paths");
+                    if !(s.med - fastest >= 19.8 && s.p10 - n.min < 40.0) {
+                        bad.push(format!(
+                            "{name}: native {:.3} us (min {:.3}), with the knob {:.3} us (p10 {:.3})",
+                            n.med, n.min, s.med, s.p10
+                        ));
+                    }
+                }
+                bound(
+                    bad.is_empty() && shim.len() == PATHS && native.len() == PATHS,
+                    format!(
+                        "{} paths (expected {PATHS}); each median at least 19.8 us above the \
+                         fastest native path ({fastest:.3} us), p10 below its native min + 40 us; \
+                         wrong: [{}]",
+                        shim.len(),
+                        bad.join("; ")
+                    ),
+                )
+            },
+        );
+    }
+}
+
+#[test]
+fn every_path_feels_the_knobs_openmpi() {
+    every_path(Mpi::OpenMpi);
+}
+
+#[test]
+fn every_path_feels_the_knobs_mpich() {
+    every_path(Mpi::Mpich);
+}

@@ -1,0 +1,85 @@
+//! MPI-4 point-to-point entry points that MPICH 4.0 exports and Open MPI
+//! 4.1 does not (DESIGN.md §2: "every entry point through which a message
+//! can leave or enter a rank must be seen ... refuse clearly what is not
+//! supported"), with `tests/progs/mpi4.c` under MPICH:
+//! - large-count calls (`MPI_Send_c`, `MPI_Recv_c`, `MPI_Isend_c`,
+//!   `MPI_Irecv_c`) mixed with the classic ones keep every byte and status,
+//!   and feel `L` like the classic calls;
+//! - `MPI_Isendrecv` and `MPI_Isendrecv_replace` either work or stop the job
+//!   with a `loggp-shim:` line naming the call (no crash, no wrong data).
+//!
+//! Run: `bash scripts/build.sh && cargo test -p loggp --test mpi_mpi4`
+
+mod common;
+
+use common::{retry, Job, Mpi, Outcome, Via};
+
+const SENDRECV: [&str; 2] = ["MPI_Isendrecv", "MPI_Isendrecv_replace"];
+
+fn job(via: Via, vars: &[(&str, &str)]) -> Outcome {
+    Job::new(Mpi::Mpich, "mpi4")
+        .via(via)
+        .vars(vars)
+        .args(&["300"])
+        .run()
+}
+
+/// Either `mpi4: PASS`, or a clean refusal of the MPI-4 send-receive calls:
+/// non-zero exit, no crash, `loggp-shim:` lines (one per rank at most, all
+/// the same) naming one of them.
+fn passes_or_refuses_cleanly(out: &Outcome, what: &str) {
+    if out.success() && out.stdout.contains("mpi4: PASS") {
+        return;
+    }
+    let lines = out.shim_lines();
+    let clean = !out.success()
+        && !out.timed_out
+        && !out.crashed()
+        && !out.stderr.contains("FAIL mpi4")
+        && !lines.is_empty()
+        && lines.len() <= 2
+        && lines.iter().all(|l| l == &lines[0])
+        && SENDRECV.iter().any(|f| lines[0].contains(f));
+    assert!(
+        clean,
+        "{what}: expected \"mpi4: PASS\", or a non-zero exit with a loggp-shim line naming \
+         MPI_Isendrecv(_replace) and no crash or data error\n{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn mpi4_calls_keep_data_mpich() {
+    job(Via::Native, &[]).expect_pass("mpi4: PASS");
+    // The shim at zero is a pass-through: everything must work.
+    job(Via::Direct, &[]).expect_pass("mpi4: PASS");
+    let out = job(Via::Direct, &[("LOGGP_VT", "on")]);
+    // The large-count part must work whatever happens to Isendrecv.
+    assert!(
+        out.stdout.contains("mpi4: large-count half_rtt_us="),
+        "LOGGP_VT=on: the large-count part did not complete\n{}",
+        out.describe()
+    );
+    passes_or_refuses_cleanly(&out, "LOGGP_VT=on");
+}
+
+#[test]
+fn large_count_calls_feel_l_mpich() {
+    retry(3, "MPI_Send_c/MPI_Recv_c with L=+20us", || {
+        let native = job(Via::Native, &[]);
+        native.expect_pass("mpi4: PASS");
+        let (n_med, n_min) = (native.num("half_rtt_us"), native.num("half_rtt_us_min"));
+        let out = job(Via::Loggp, &[("LOGGP_L", "+20us")]);
+        passes_or_refuses_cleanly(&out, "LOGGP_L=+20us");
+        let (s, s_p10) = (out.num("half_rtt_us"), out.num("half_rtt_us_p10"));
+        if s - n_min >= 19.8 && s_p10 - n_min < 40.0 {
+            Ok(format!("native {n_med:.3} us, L=+20us {s:.3} us"))
+        } else {
+            Err(format!(
+                "large-count half round trip native {n_med:.3} us (min {n_min:.3}), with \
+                 L=+20us {s:.3} us (p10 {s_p10:.3}): expected median >= native min + 20, \
+                 p10 < native min + 40"
+            ))
+        }
+    });
+}

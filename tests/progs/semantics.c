@@ -1,0 +1,425 @@
+/* semantics.c: MPI point-to-point semantics are unchanged under the shim.
+ *
+ * Run with np >= 2 (ranks >= 2 take part in the ring and MPI_PROC_NULL
+ * sections only). Expects, under any knobs:
+ *   1. truncation: with MPI_ERRORS_RETURN, a receive smaller than the message
+ *      returns an error of class MPI_ERR_TRUNCATE (Recv, Irecv+Wait, below
+ *      and above the shim's staging threshold and at 1 MiB), and the next
+ *      message is received normally;
+ *   2. every completion form (Wait, Test, Waitany, Testany, Waitsome,
+ *      Testsome, Waitall, Testall) completes every request once, with the
+ *      right status for each index, on the sending and the receiving side,
+ *      and Waitany/Testany report MPI_UNDEFINED when nothing is active;
+ *   3. a cancelled Irecv reports MPI_Test_cancelled true; an Isend whose
+ *      request was freed with MPI_Request_free still delivers its data;
+ *   4. MPI_PROC_NULL: sends and receives complete at once, the status says
+ *      MPI_PROC_NULL / MPI_ANY_TAG / count 0;
+ *   5. MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE are accepted everywhere;
+ *   6. Sendrecv and Sendrecv_replace around a ring deliver the right data;
+ *   7. every send mode (Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend,
+ *      Irsend, Bsend_init, Rsend_init) delivers, at 8 bytes and 70000 bytes;
+ *      an Ssend does not complete before the matching receive is posted
+ *      (3 ms late, compared on the shared CLOCK_MONOTONIC of one host).
+ * Rank 0 prints "semantics: PASS np=N checks=C"; on failure a line
+ * "FAIL semantics rank R: ..." and a non-zero exit. */
+#include "common.h"
+
+static void check_st(MPI_Status *st, int src, int tag, int count, const char *what) {
+  int c = -7;
+  MPI_Get_count(st, MPI_BYTE, &c);
+  CHECK(st->MPI_SOURCE == src && st->MPI_TAG == tag && c == count,
+        "%s: status (source %d, tag %d, count %d), expected (%d, %d, %d)", what,
+        st->MPI_SOURCE, st->MPI_TAG, c, src, tag, count);
+}
+
+/* 1. Truncation. */
+static void truncation(void) {
+  static const int sent[] = {100, 20000, 1 << 20};
+  static const int room[] = {50, 10000, 4096};
+  unsigned char *b = malloc(1 << 20);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  for (int k = 0; k < 3; k++) {
+    if (my_rank == 0) {
+      fill(b, (size_t)sent[k], 0, 60 + k);
+      MPI_OK(MPI_Send(b, sent[k], MPI_BYTE, 1, 60 + k, MPI_COMM_WORLD));
+      fill(b, 64, 0, 70 + k);
+      MPI_OK(MPI_Send(b, 64, MPI_BYTE, 1, 70 + k, MPI_COMM_WORLD));
+    } else if (my_rank == 1) {
+      MPI_Status st;
+      int rc, cls = -1;
+      if (k % 2 == 0) {
+        rc = MPI_Recv(b, room[k], MPI_BYTE, 0, 60 + k, MPI_COMM_WORLD, &st);
+      } else {
+        MPI_Request r;
+        MPI_OK(MPI_Irecv(b, room[k], MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &r));
+        rc = MPI_Wait(&r, &st);
+        CHECK(st.MPI_TAG == 60 + k && st.MPI_SOURCE == 0,
+              "truncated Wait: status (source %d, tag %d)", st.MPI_SOURCE, st.MPI_TAG);
+      }
+      if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+      CHECK(cls == MPI_ERR_TRUNCATE,
+            "%d bytes into %d: return %d (class %d), expected class MPI_ERR_TRUNCATE (%d)",
+            sent[k], room[k], rc, cls, MPI_ERR_TRUNCATE);
+      /* The next message is unaffected. */
+      MPI_OK(MPI_Recv(b, 64, MPI_BYTE, 0, 70 + k, MPI_COMM_WORLD, &st));
+      check_st(&st, 0, 70 + k, 64, "after truncation");
+      CHECK(verify(b, 64, 0, 70 + k) < 0, "after truncation: data differs");
+    }
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  free(b);
+}
+
+/* 2. Completion forms. Completes n requests with form f; st[i] receives the
+ * status of request i (indices from Waitany etc. are checked to be unique). */
+enum { F_WAIT, F_TEST, F_WAITANY, F_TESTANY, F_WAITSOME, F_TESTSOME, F_WAITALL, F_TESTALL, NFORMS };
+static const char *form_name[] = {"Wait", "Test", "Waitany", "Testany",
+                                  "Waitsome", "Testsome", "Waitall", "Testall"};
+
+static void complete(int f, int n, MPI_Request *r, MPI_Status *st) {
+  int done[16] = {0}, ndone = 0, idx, flag, out, ind[16];
+  MPI_Status tmp[16];
+  double give_up = now_us() + 30e6;
+  switch (f) {
+    case F_WAIT:
+      for (int i = 0; i < n; i++) MPI_OK(MPI_Wait(&r[i], &st[i]));
+      ndone = n;
+      break;
+    case F_TEST:
+      for (int i = 0; i < n; i++) {
+        flag = 0;
+        while (!flag) {
+          MPI_OK(MPI_Test(&r[i], &flag, &st[i]));
+          CHECK(flag || now_us() < give_up, "Test never completed");
+        }
+      }
+      ndone = n;
+      break;
+    case F_WAITANY:
+    case F_TESTANY:
+      while (ndone < n) {
+        if (f == F_WAITANY) {
+          MPI_OK(MPI_Waitany(n, r, &idx, tmp));
+        } else {
+          flag = 0;
+          MPI_OK(MPI_Testany(n, r, &idx, &flag, tmp));
+          CHECK(now_us() < give_up, "Testany never completed");
+          if (!flag) continue;
+        }
+        CHECK(idx >= 0 && idx < n && !done[idx], "%s returned index %d twice or out of range",
+              form_name[f], idx);
+        CHECK(r[idx] == MPI_REQUEST_NULL, "%s did not reset request %d", form_name[f], idx);
+        done[idx] = 1;
+        st[idx] = tmp[0];
+        ndone++;
+      }
+      if (f == F_WAITANY) {
+        MPI_OK(MPI_Waitany(n, r, &idx, tmp));
+      } else {
+        MPI_OK(MPI_Testany(n, r, &idx, &flag, tmp));
+        CHECK(flag, "Testany with no active request must set flag");
+      }
+      CHECK(idx == MPI_UNDEFINED, "%s with no active request returned index %d", form_name[f], idx);
+      break;
+    case F_WAITSOME:
+    case F_TESTSOME:
+      while (ndone < n) {
+        if (f == F_WAITSOME) {
+          MPI_OK(MPI_Waitsome(n, r, &out, ind, tmp));
+        } else {
+          MPI_OK(MPI_Testsome(n, r, &out, ind, tmp));
+          CHECK(now_us() < give_up, "Testsome never completed");
+        }
+        CHECK(out >= 0 && out <= n - ndone, "%s outcount %d", form_name[f], out);
+        for (int k = 0; k < out; k++) {
+          CHECK(ind[k] >= 0 && ind[k] < n && !done[ind[k]], "%s returned index %d twice",
+                form_name[f], ind[k]);
+          done[ind[k]] = 1;
+          st[ind[k]] = tmp[k];
+          ndone++;
+        }
+      }
+      if (f == F_WAITSOME) {
+        MPI_OK(MPI_Waitsome(n, r, &out, ind, tmp));
+      } else {
+        MPI_OK(MPI_Testsome(n, r, &out, ind, tmp));
+      }
+      CHECK(out == MPI_UNDEFINED, "%s with no active request: outcount %d", form_name[f], out);
+      break;
+    case F_WAITALL:
+      MPI_OK(MPI_Waitall(n, r, st));
+      ndone = n;
+      break;
+    case F_TESTALL:
+      flag = 0;
+      while (!flag) {
+        MPI_OK(MPI_Testall(n, r, &flag, st));
+        CHECK(flag || now_us() < give_up, "Testall never completed");
+      }
+      ndone = n;
+      break;
+  }
+  for (int i = 0; i < n; i++)
+    CHECK(r[i] == MPI_REQUEST_NULL, "%s left request %d active", form_name[f], i);
+}
+
+static void completion_forms(void) {
+  enum { N = 5 };
+  unsigned char b[N][30000];
+  MPI_Request r[N];
+  MPI_Status st[N];
+  for (int f = 0; f < NFORMS; f++) {
+    int base = 100 + 10 * f;
+    if (my_rank == 1) {
+      for (int i = 0; i < N; i++)
+        MPI_OK(MPI_Irecv(b[i], 30000, MPI_BYTE, 0, base + i, MPI_COMM_WORLD, &r[i]));
+      MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, base + 9, MPI_COMM_WORLD));
+      complete(f, N, r, st);
+      for (int i = 0; i < N; i++) {
+        int n = i == 2 ? 25000 : 64 * i;
+        check_st(&st[i], 0, base + i, n, form_name[f]);
+        CHECK(verify(b[i], (size_t)n, 0, base + i) < 0, "%s: request %d data differs",
+              form_name[f], i);
+      }
+    } else if (my_rank == 0) {
+      MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 1, base + 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      for (int i = N - 1; i >= 0; i--) {
+        int n = i == 2 ? 25000 : 64 * i;
+        fill(b[i], (size_t)n, 0, base + i);
+        MPI_OK(MPI_Isend(b[i], n, MPI_BYTE, 1, base + i, MPI_COMM_WORLD, &r[i]));
+      }
+      complete(f, N, r, st);
+    }
+  }
+}
+
+/* 3. Cancel and Request_free. */
+static void cancel_and_free(void) {
+  MPI_Request r;
+  MPI_Status st;
+  int flag = 0;
+  unsigned char b[5000];
+  if (my_rank == 1) {
+    MPI_OK(MPI_Irecv(b, 10, MPI_BYTE, 0, 999, MPI_COMM_WORLD, &r));
+    MPI_OK(MPI_Cancel(&r));
+    MPI_OK(MPI_Wait(&r, &st));
+    MPI_OK(MPI_Test_cancelled(&st, &flag));
+    CHECK(flag, "a cancelled Irecv (specific source) is not reported cancelled");
+    CHECK(r == MPI_REQUEST_NULL, "Wait on a cancelled request did not reset it");
+    MPI_OK(MPI_Irecv(b, 10, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &r));
+    MPI_OK(MPI_Cancel(&r));
+    MPI_OK(MPI_Wait(&r, &st));
+    MPI_OK(MPI_Test_cancelled(&st, &flag));
+    CHECK(flag, "a cancelled Irecv (wildcards) is not reported cancelled");
+    /* Only now may rank 0 send: the wildcard receive above must not match. */
+    MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, 202, MPI_COMM_WORLD));
+    /* The freed Isend of rank 0 arrives intact. */
+    MPI_OK(MPI_Recv(b, 5000, MPI_BYTE, 0, 200, MPI_COMM_WORLD, &st));
+    check_st(&st, 0, 200, 5000, "after Request_free");
+    CHECK(verify(b, 5000, 0, 200) < 0, "after Request_free: data differs");
+    MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, 201, MPI_COMM_WORLD));
+  } else if (my_rank == 0) {
+    fill(b, 5000, 0, 200);
+    MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 1, 202, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Isend(b, 5000, MPI_BYTE, 1, 200, MPI_COMM_WORLD, &r));
+    MPI_OK(MPI_Request_free(&r));
+    CHECK(r == MPI_REQUEST_NULL, "Request_free did not reset the request");
+    /* The buffer may be reused only once the receiver says so. */
+    MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 1, 201, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  }
+}
+
+/* 4. MPI_PROC_NULL, on every rank. */
+static void proc_null(void) {
+  MPI_Status st;
+  MPI_Request r[2];
+  MPI_Status sts[2];
+  char b[8] = "abcdefg";
+  int c = -7, flag = 0;
+  MPI_OK(MPI_Send(b, 8, MPI_BYTE, MPI_PROC_NULL, 5, MPI_COMM_WORLD));
+  MPI_OK(MPI_Recv(b, 8, MPI_BYTE, MPI_PROC_NULL, 5, MPI_COMM_WORLD, &st));
+  MPI_Get_count(&st, MPI_BYTE, &c);
+  CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && c == 0,
+        "Recv from MPI_PROC_NULL: status (%d, %d, %d)", st.MPI_SOURCE, st.MPI_TAG, c);
+  CHECK(strcmp(b, "abcdefg") == 0, "Recv from MPI_PROC_NULL wrote the buffer");
+  MPI_OK(MPI_Isend(b, 8, MPI_BYTE, MPI_PROC_NULL, 5, MPI_COMM_WORLD, &r[0]));
+  MPI_OK(MPI_Irecv(b, 8, MPI_BYTE, MPI_PROC_NULL, 5, MPI_COMM_WORLD, &r[1]));
+  /* MPICH 4.0.2 natively reports MPI_SOURCE 0 for a completed Irecv from
+   * MPI_PROC_NULL, so that status is not checked (Open MPI says PROC_NULL). */
+  MPI_OK(MPI_Waitall(2, r, sts));
+  CHECK(r[0] == MPI_REQUEST_NULL && r[1] == MPI_REQUEST_NULL, "PROC_NULL requests left active");
+  MPI_OK(MPI_Probe(MPI_PROC_NULL, 5, MPI_COMM_WORLD, &st));
+  CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "Probe of MPI_PROC_NULL: source %d", st.MPI_SOURCE);
+  MPI_OK(MPI_Iprobe(MPI_PROC_NULL, 5, MPI_COMM_WORLD, &flag, &st));
+  CHECK(flag, "Iprobe of MPI_PROC_NULL must set flag");
+  MPI_OK(MPI_Sendrecv(b, 8, MPI_BYTE, MPI_PROC_NULL, 5, b, 8, MPI_BYTE, MPI_PROC_NULL, 5,
+                      MPI_COMM_WORLD, &st));
+  CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "Sendrecv with MPI_PROC_NULL: source %d", st.MPI_SOURCE);
+  MPI_OK(MPI_Ssend(b, 8, MPI_BYTE, MPI_PROC_NULL, 5, MPI_COMM_WORLD));
+  CHECK(strcmp(b, "abcdefg") == 0, "MPI_PROC_NULL operations wrote the buffer");
+}
+
+/* 5. Status-ignore forms, rank 0 to rank 1. */
+static void status_ignore(void) {
+  unsigned char b[4][3000];
+  MPI_Request r[4];
+  int flag = 0;
+  if (my_rank == 0) {
+    for (int i = 0; i < 4; i++) {
+      fill(b[i], 3000, 0, 300 + i);
+      MPI_OK(MPI_Send(b[i], 3000, MPI_BYTE, 1, 300 + i, MPI_COMM_WORLD));
+    }
+  } else if (my_rank == 1) {
+    MPI_OK(MPI_Recv(b[0], 3000, MPI_BYTE, 0, 300, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Irecv(b[1], 3000, MPI_BYTE, 0, 301, MPI_COMM_WORLD, &r[0]));
+    MPI_OK(MPI_Wait(&r[0], MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Irecv(b[2], 3000, MPI_BYTE, 0, 302, MPI_COMM_WORLD, &r[0]));
+    MPI_OK(MPI_Irecv(b[3], 3000, MPI_BYTE, 0, 303, MPI_COMM_WORLD, &r[1]));
+    MPI_OK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < 4; i++)
+      CHECK(verify(b[i], 3000, 0, 300 + i) < 0, "status ignored, message %d differs", i);
+    MPI_OK(MPI_Irecv(b[0], 3000, MPI_BYTE, 0, 304, MPI_COMM_WORLD, &r[0]));
+    MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, 305, MPI_COMM_WORLD));
+    double give_up = now_us() + 30e6;
+    while (!flag) {
+      MPI_OK(MPI_Test(&r[0], &flag, MPI_STATUS_IGNORE));
+      CHECK(flag || now_us() < give_up, "Test with MPI_STATUS_IGNORE never completed");
+    }
+    CHECK(verify(b[0], 3000, 0, 304) < 0, "Test with MPI_STATUS_IGNORE: data differs");
+  }
+  if (my_rank == 0) {
+    MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 1, 305, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    fill(b[0], 3000, 0, 304);
+    MPI_OK(MPI_Send(b[0], 3000, MPI_BYTE, 1, 304, MPI_COMM_WORLD));
+  }
+}
+
+/* 6. Sendrecv and Sendrecv_replace around the ring of all ranks. */
+static void ring(int np) {
+  int right = (my_rank + 1) % np, left = (my_rank + np - 1) % np;
+  static const int n_[] = {8, 70000};
+  unsigned char *out = malloc(70000), *in = malloc(70000);
+  MPI_Status st;
+  for (int k = 0; k < 2; k++) {
+    fill(out, (size_t)n_[k], my_rank, 400 + k);
+    MPI_OK(MPI_Sendrecv(out, n_[k], MPI_BYTE, right, 400 + k, in, 70000, MPI_BYTE,
+                        k ? MPI_ANY_SOURCE : left, 400 + k, MPI_COMM_WORLD, &st));
+    check_st(&st, left, 400 + k, n_[k], "Sendrecv");
+    CHECK(verify(in, (size_t)n_[k], left, 400 + k) < 0, "Sendrecv: data differs");
+    fill(out, (size_t)n_[k], my_rank, 410 + k);
+    MPI_OK(MPI_Sendrecv_replace(out, n_[k], MPI_BYTE, right, 410 + k, left, MPI_ANY_TAG,
+                                MPI_COMM_WORLD, &st));
+    check_st(&st, left, 410 + k, n_[k], "Sendrecv_replace");
+    CHECK(verify(out, (size_t)n_[k], left, 410 + k) < 0, "Sendrecv_replace: data differs");
+  }
+  free(out);
+  free(in);
+}
+
+/* 7. Send modes, rank 0 to rank 1. Tag 500 + 2 * mode + (size is large). */
+enum { M_SEND, M_SSEND, M_BSEND, M_RSEND, M_ISEND, M_ISSEND, M_IBSEND, M_IRSEND, M_BSEND_INIT,
+       M_RSEND_INIT, NMODES };
+
+static void send_modes(void) {
+  static const int n_[] = {8, 70000};
+  enum { NMSG = 2 * NMODES };
+  unsigned char *b = malloc((size_t)NMSG * 70000);
+  MPI_Request r[NMSG];
+  MPI_Status st[NMSG];
+  if (my_rank == 1) {
+    /* Pre-post everything so that the ready modes are legal. */
+    for (int i = 0; i < NMSG; i++)
+      MPI_OK(MPI_Irecv(b + (size_t)i * 70000, 70000, MPI_BYTE, 0, 500 + i, MPI_COMM_WORLD, &r[i]));
+    MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, 599, MPI_COMM_WORLD));
+    MPI_OK(MPI_Waitall(NMSG, r, st));
+    for (int i = 0; i < NMSG; i++) {
+      int n = n_[i % 2];
+      check_st(&st[i], 0, 500 + i, n, "send modes");
+      CHECK(verify(b + (size_t)i * 70000, (size_t)n, 0, 500 + i) < 0, "send mode %d (%s): data differs",
+            i / 2, i % 2 ? "70000 B" : "8 B");
+    }
+  } else if (my_rank == 0) {
+    int bsize = 4 * (70000 + MPI_BSEND_OVERHEAD) + 4096;
+    void *att = malloc((size_t)bsize);
+    MPI_OK(MPI_Buffer_attach(att, bsize));
+    for (int i = 0; i < NMSG; i++) fill(b + (size_t)i * 70000, (size_t)n_[i % 2], 0, 500 + i);
+    MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 1, 599, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    int nr = 0;
+    for (int i = 0; i < NMSG; i++) {
+      void *p = b + (size_t)i * 70000;
+      int n = n_[i % 2], t = 500 + i;
+      MPI_Comm w = MPI_COMM_WORLD;
+      switch (i / 2) {
+        case M_SEND: MPI_OK(MPI_Send(p, n, MPI_BYTE, 1, t, w)); break;
+        case M_SSEND: MPI_OK(MPI_Ssend(p, n, MPI_BYTE, 1, t, w)); break;
+        case M_BSEND: MPI_OK(MPI_Bsend(p, n, MPI_BYTE, 1, t, w)); break;
+        case M_RSEND: MPI_OK(MPI_Rsend(p, n, MPI_BYTE, 1, t, w)); break;
+        case M_ISEND: MPI_OK(MPI_Isend(p, n, MPI_BYTE, 1, t, w, &r[nr++])); break;
+        case M_ISSEND: MPI_OK(MPI_Issend(p, n, MPI_BYTE, 1, t, w, &r[nr++])); break;
+        case M_IBSEND: MPI_OK(MPI_Ibsend(p, n, MPI_BYTE, 1, t, w, &r[nr++])); break;
+        case M_IRSEND: MPI_OK(MPI_Irsend(p, n, MPI_BYTE, 1, t, w, &r[nr++])); break;
+        case M_BSEND_INIT:
+        case M_RSEND_INIT: {
+          MPI_Request pr;
+          if (i / 2 == M_BSEND_INIT) {
+            MPI_OK(MPI_Bsend_init(p, n, MPI_BYTE, 1, t, w, &pr));
+          } else {
+            MPI_OK(MPI_Rsend_init(p, n, MPI_BYTE, 1, t, w, &pr));
+          }
+          MPI_OK(MPI_Start(&pr));
+          MPI_OK(MPI_Wait(&pr, MPI_STATUS_IGNORE));
+          MPI_OK(MPI_Request_free(&pr));
+          break;
+        }
+      }
+    }
+    MPI_OK(MPI_Waitall(nr, r, MPI_STATUSES_IGNORE));
+    int sz;
+    MPI_OK(MPI_Buffer_detach(&att, &sz));
+    free(att);
+  }
+  /* Ssend completes only once the receive is posted (here 3 ms later).
+   * Both ranks read the same CLOCK_MONOTONIC (one host), so rank 1 sends
+   * the time it posted the receive and rank 0 compares: under
+   * oversubscription the barrier does not line the ranks up. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (my_rank == 0) {
+    char x = 7;
+    double posted = 0;
+    MPI_OK(MPI_Ssend(&x, 1, MPI_BYTE, 1, 598, MPI_COMM_WORLD));
+    double done = now_us();
+    MPI_OK(MPI_Recv(&posted, 1, MPI_DOUBLE, 1, 597, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(done >= posted, "Ssend completed %.0f us before the matching receive was posted",
+          posted - done);
+  } else if (my_rank == 1) {
+    char x = 0;
+    busy_until(now_us() + 3000);
+    double posted = now_us();
+    MPI_OK(MPI_Recv(&x, 1, MPI_BYTE, 0, 598, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(x == 7, "Ssend: data differs");
+    MPI_OK(MPI_Send(&posted, 1, MPI_DOUBLE, 0, 597, MPI_COMM_WORLD));
+  }
+  free(b);
+}
+
+int main(int argc, char **argv) {
+  int np;
+  init_common("semantics", &argc, &argv);
+  MPI_Comm_size(MPI_COMM_WORLD, &np);
+  CHECK(np >= 2, "needs at least 2 ranks, got %d", np);
+  truncation();
+  completion_forms();
+  cancel_and_free();
+  proc_null();
+  status_ignore();
+  ring(np);
+  send_modes();
+  long checks = 0;
+  MPI_Reduce(&n_checks, &checks, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (my_rank == 0) {
+    printf("semantics: PASS np=%d checks=%ld\n", np, checks);
+    fflush(stdout);
+  }
+  MPI_Finalize();
+  return 0;
+}
