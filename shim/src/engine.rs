@@ -217,6 +217,10 @@ pub struct Engine {
     state: Mutex<State>,
     stash_len: AtomicUsize,
     pub counters: Counters,
+    /// Spin per send and per delivery: o_s and o_r less the shim's own cost
+    /// in those calls, learned at start-up (`init::measure_native`).
+    o_s_spin: u64,
+    o_r_spin: u64,
 }
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
@@ -318,6 +322,8 @@ impl Engine {
                 bytes_recv: 0,
             }),
             stash_len: AtomicUsize::new(0),
+            o_s_spin: cfg.o_s,
+            o_r_spin: cfg.o_r,
             cfg,
             c,
             rank,
@@ -325,6 +331,12 @@ impl Engine {
             transit,
             counters: Counters::default(),
         }
+    }
+
+    /// Subtracts the shim's own per-call costs from the o_s and o_r spins.
+    pub fn set_own_costs(&mut self, send_ns: u64, recv_ns: u64) {
+        self.o_s_spin = self.cfg.o_s.saturating_sub(send_ns);
+        self.o_r_spin = self.cfg.o_r.saturating_sub(recv_ns);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -336,8 +348,8 @@ impl Engine {
 
     /// Spends o_s, takes a departure slot, waits if the send queue is full.
     fn depart(&self, bytes: u64) -> loggp_core::Departure {
-        if self.cfg.o_s > 0 {
-            spin_for(self.cfg.o_s);
+        if self.o_s_spin > 0 {
+            spin_for(self.o_s_spin);
         }
         let t = now();
         let dep = {
@@ -1015,8 +1027,8 @@ impl Engine {
             st.gate.delivered(t.max(ready));
             drop(st);
         }
-        if self.cfg.o_r > 0 {
-            spin_for(self.cfg.o_r);
+        if self.o_r_spin > 0 {
+            spin_for(self.o_r_spin);
         }
     }
 

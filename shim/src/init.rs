@@ -133,29 +133,35 @@ pub unsafe fn after_init(cfg: Config) {
     }
 
     crate::clock::set_yield(oversubscribed(&c));
-    let transit = if cfg.vt_active() && size >= 2 {
-        measure_transit(&cfg, &c, private, rank, size)
+    let native = if cfg.vt_active() && size >= 2 {
+        measure_native(&cfg, &c, private, rank, size)
     } else {
-        Transit::default()
+        Native::default()
     };
+    let transit = native.transit;
     if cfg.vt_active() && size >= 2 {
         check_hosts(&c, private, rank, &cfg);
     }
     if cfg.log >= LogLevel::Info && rank == 0 {
         log::line(&format!(
-            "{} {}, {} ranks, {}; native transit {:.0}ns + {:.3}ns/B",
+            "{} {}, {} ranks, {}; native transit {:.0}ns + {:.3}ns/B; shim's own cost {}ns per send, {}ns per receive",
             FLAVOUR.name(),
             abi::LIB_VERSION,
             size,
             cfg,
             transit.base_ns,
-            transit.per_byte_ns
+            transit.per_byte_ns,
+            native.own_send_ns,
+            native.own_recv_ns
         ));
     }
-    engine::install(Engine::new(cfg, c, rank, size, transit));
+    let mut e = Engine::new(cfg, c, rank, size, transit);
+    e.set_own_costs(native.own_send_ns, native.own_recv_ns);
+    engine::install(e);
 }
 
-/// Native transit `L_native(s) = base + s·per_byte`, measured between ranks
+/// Native transit `L_native(s) = base + s·per_byte`, and the shim's own
+/// per-call cost (see below), measured between ranks
 /// 0 and 1 (minimum half round trip of 8 B and of 1 MiB) and broadcast.
 ///
 /// The ping-pong runs *through the engine itself* with every knob at zero,
@@ -164,13 +170,7 @@ pub unsafe fn after_init(cfg: Config) {
 /// stamp and the receiver's gate, would hide under `L` and the realised `L`
 /// would fall short of the request by that much (measured: ~0.3 µs).
 /// Ranks on one host share it exactly; across hosts it is the 0–1 pair's.
-unsafe fn measure_transit(
-    cfg: &Config,
-    c: &Consts,
-    comm: Comm,
-    rank: c_int,
-    size: c_int,
-) -> Transit {
+unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size: c_int) -> Native {
     const BIG: usize = 1 << 20;
     let zero = Config {
         l: 0,
@@ -225,8 +225,118 @@ unsafe fn measure_transit(
         }
         result[i] = best;
     }
-    PMPI_Bcast(result.as_mut_ptr().cast(), 2, c.double, 0, comm);
-    Transit::from_two_points((8, result[0]), (BIG as u64, result[1]))
+
+    // The shim's own cost inside a send call (measured on rank 0) and inside
+    // a receive of an already-arrived message (on rank 1): minimum in-call
+    // time through the engine minus the same through MPI alone, alternating
+    // the two so that both see the same machine. o_s and o_r spin that much
+    // less, so that what a benchmark sees in the call is native + the knob.
+    let mut best = [[f64::INFINITY; 2]; 2]; // [send|recv][raw|shim]
+    let mut ack = [0u8; 1];
+    for k in 0..1200 {
+        let shim = k % 2;
+        let timed = k >= 200;
+        // Send side.
+        if rank == 0 {
+            let t0 = now();
+            if shim == 1 {
+                probe.send(Mode::Standard, buf.as_ptr().cast(), 8, c.byte, 1, 8, comm);
+            } else {
+                PMPI_Send(buf.as_ptr().cast(), 8, c.byte, 1, 8, comm);
+            }
+            let dt = (now() - t0) as f64;
+            if timed {
+                best[0][shim] = best[0][shim].min(dt);
+            }
+            PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, 1, 9, comm, &mut st);
+        } else if rank == 1 {
+            if shim == 1 {
+                probe.recv(
+                    buf.as_mut_ptr().cast(),
+                    8,
+                    c.byte,
+                    0,
+                    8,
+                    comm,
+                    None,
+                    &mut st,
+                );
+            } else {
+                PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 8, comm, &mut st);
+            }
+            PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
+        }
+        // Receive side: rank 1 receives a message known to have arrived.
+        if rank == 0 {
+            if shim == 1 {
+                probe.send(Mode::Standard, buf.as_ptr().cast(), 8, c.byte, 1, 10, comm);
+            } else {
+                PMPI_Send(buf.as_ptr().cast(), 8, c.byte, 1, 10, comm);
+            }
+            PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, 1, 9, comm, &mut st);
+        } else if rank == 1 {
+            let mut flag: c_int = 0;
+            while flag == 0 {
+                PMPI_Iprobe(0, 10, comm, &mut flag, &mut st);
+            }
+            let t0 = now();
+            if shim == 1 {
+                probe.recv(
+                    buf.as_mut_ptr().cast(),
+                    8,
+                    c.byte,
+                    0,
+                    10,
+                    comm,
+                    None,
+                    &mut st,
+                );
+            } else {
+                PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 10, comm, &mut st);
+            }
+            let dt = (now() - t0) as f64;
+            if timed {
+                best[1][shim] = best[1][shim].min(dt);
+            }
+            PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
+        }
+    }
+    let mut own_r = (best[1][1] - best[1][0]).max(0.0);
+    if rank == 1 {
+        PMPI_Send((&own_r as *const f64).cast(), 1, c.double, 0, 11, comm);
+    } else if rank == 0 {
+        PMPI_Recv(
+            (&mut own_r as *mut f64).cast(),
+            1,
+            c.double,
+            1,
+            11,
+            comm,
+            &mut st,
+        );
+    }
+    let mut out = [
+        result[0],
+        result[1],
+        (best[0][1] - best[0][0]).max(0.0),
+        own_r,
+    ];
+    PMPI_Bcast(out.as_mut_ptr().cast(), 4, c.double, 0, comm);
+    Native {
+        transit: Transit::from_two_points((8, out[0]), (BIG as u64, out[1])),
+        own_send_ns: loggp_core::units::round_ns(out[2]),
+        own_recv_ns: loggp_core::units::round_ns(out[3]),
+    }
+}
+
+/// What start-up learns about the native machine and the shim itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Native {
+    pub transit: Transit,
+    /// The shim's own time inside a send call (subtracted from o_s).
+    pub own_send_ns: u64,
+    /// The shim's own time inside a receive call (subtracted from o_r).
+    pub own_recv_ns: u64,
 }
 
 /// True when this host runs more ranks than it has processors: waits then
