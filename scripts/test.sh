@@ -8,4 +8,4 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh
 # Integration tests serialise their MPI jobs with a lock; more test threads
 # only add contention on a small machine.
-cargo test --workspace --release -- --test-threads=2
+cargo test --workspace --release --no-fail-fast -- --test-threads=2
