@@ -255,11 +255,20 @@ fn sweep_of_pingpong_over_l_writes_every_file_and_a_positive_slope() {
         );
         let dir = examples(mpi);
         let out = tempdir(&format!("pingpong-{mpi}"));
+        // A private copy: a rebuild that rewrites the shim in place while
+        // a rank has it mapped would crash that rank.
+        let shim_copy = out.join("shim");
+        fs::create_dir_all(&shim_copy).unwrap();
+        let name = format!("libloggp-{mpi}.so");
+        fs::copy(shims.join(&name), shim_copy.join(&name)).unwrap();
         let mut c = loggp();
-        c.env("LOGGP_SHIM_DIR", &shims)
+        c.env("LOGGP_SHIM_DIR", &shim_copy)
             .args([
                 "sweep", "--knob", "L", "--values", "0,50us", "--repeat", "3",
             ])
+            // on a shared machine other jobs only ever add time, so the
+            // fastest of three runs is the robust figure
+            .args(["--stat", "min"])
             .args(["--timeout", "120s", "--lock", LOCK, "--out"])
             .arg(&out)
             .arg("--")

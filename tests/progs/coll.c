@@ -7,8 +7,9 @@
  *
  *   coll check            all checks; rank 0 prints "coll check: ok ..."
  *   coll barrier <reps>   times <reps> barriers: "coll barrier: barrier_us=..."
- *   coll sum              prints "coll sum: checksum=<hex>" of a double
- *                         Allreduce (to compare native and shim runs)
+ *   coll time <op> <ints> <reps>   op = barrier, bcast, reduce, allreduce,
+ *                         alltoall: "coll time <op> n=<ints>: us=<median> ..."
+ *                         (each call after a barrier; time at rank 0)
  */
 #include "common.h"
 
@@ -437,6 +438,31 @@ int main(int argc, char **argv) {
       printf("\n");
     }
     free(t);
+  } else if (!strcmp(mode, "time") && argc > 4) {
+    /* coll time <op> <ints> <reps>: per-call time at rank 0 of back-to-back
+     * calls (for Allreduce, Alltoall and Barrier: the collective's time in
+     * steady state; for rooted ops: the root's time). */
+    const char *op = argv[2];
+    int n = atoi(argv[3]), reps = atoi(argv[4]);
+    int *a = ialloc((size_t)n * P + 1, 1), *b = ialloc((size_t)n * P + 1, 0);
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    for (int i = -5; i < reps; i++) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = now_us();
+      if (!strcmp(op, "barrier")) MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+      else if (!strcmp(op, "bcast")) MPI_OK(MPI_Bcast(a, n, MPI_INT, 0, MPI_COMM_WORLD));
+      else if (!strcmp(op, "reduce")) MPI_OK(MPI_Reduce(a, b, n, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD));
+      else if (!strcmp(op, "allreduce")) MPI_OK(MPI_Allreduce(a, b, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+      else if (!strcmp(op, "alltoall")) MPI_OK(MPI_Alltoall(a, n, MPI_INT, b, n, MPI_INT, MPI_COMM_WORLD));
+      else CHECK(0, "unknown op %s", op);
+      if (i >= 0) t[i] = now_us() - t0;
+    }
+    if (R == 0) {
+      printf("coll time %s n=%d:", op, n);
+      put_stat("us", t, reps);
+      printf("\n");
+    }
+    free(a), free(b), free(t);
   } else {
     fprintf(stderr, "coll: unknown mode %s\n", mode);
     MPI_Abort(MPI_COMM_WORLD, 2);

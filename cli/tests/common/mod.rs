@@ -351,8 +351,29 @@ impl Job {
     }
 
     /// Runs the job under the machine-wide MPI lock and the timeout.
+    ///
+    /// MPICH's launcher (hydra 4.0.2) sometimes loses all output of a job
+    /// in which a rank aborts; such a run (failed, not a timeout, not a word
+    /// on stdout or stderr) is repeated, at most twice, so that the failure
+    /// is reported with its message.
     pub fn run(&self) -> Outcome {
-        run_command(self.command(), self.timeout)
+        let mut out = run_command(self.command(), self.timeout);
+        for _ in 0..2 {
+            let silent = self.mpi == Mpi::Mpich
+                && !out.success()
+                && !out.timed_out
+                && out.stdout.trim().is_empty()
+                && out.stderr.trim().is_empty();
+            if !silent {
+                break;
+            }
+            eprintln!(
+                "note: MPICH job failed without any output, running it again: {}",
+                out.cmdline
+            );
+            out = run_command(self.command(), self.timeout);
+        }
+        out
     }
 }
 

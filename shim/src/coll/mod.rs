@@ -257,6 +257,28 @@ fn root_of(root: c_int) -> usize {
     count(root)
 }
 
+/// True when arguments that every rank passes alike are ones MPI must
+/// reject (a negative count, a root outside the communicator): those calls
+/// go to the library on every rank, which reports the error through the
+/// communicator's error handler as usual. (Arguments significant on some
+/// ranks only are not checked: one rank going native alone would hang.)
+unsafe fn invalid(comm: Comm, counts: &[c_int], root: Option<c_int>) -> bool {
+    if counts.iter().any(|&n| n < 0) {
+        return true;
+    }
+    let Some(root) = root else {
+        return false;
+    };
+    let mut size: c_int = 0;
+    if real::PMPI_Comm_size(comm, &mut size) == abi::SUCCESS && (0..size).contains(&root) {
+        return false;
+    }
+    // MPI_ROOT and MPI_PROC_NULL are roots of intercommunicators, which
+    // the shim refuses (in `ctx`) rather than run natively.
+    let mut inter: c_int = 0;
+    real::PMPI_Comm_test_inter(comm, &mut inter) == abi::SUCCESS && inter == 0
+}
+
 // ------------------------------------------------------------- exports
 
 mpi_fn!(MPI_Barrier / PMPI_Barrier (comm: Comm) {
@@ -271,7 +293,7 @@ mpi_fn!(MPI_Barrier / PMPI_Barrier (comm: Comm) {
 });
 
 mpi_fn!(MPI_Bcast / PMPI_Bcast (buf: *mut c_void, n: c_int, dt: Datatype, root: c_int, comm: Comm) {
-    if active() {
+    if active() && !invalid(comm, &[n], Some(root)) {
         if let Some(rc) = run(Op::Bcast, "MPI_Bcast", comm, |c, ch| {
             let ch = resolve(Op::Bcast, ch, bytes_of(n, dt), c.p());
             algo::bcast(c, ch, buf, count(n), dt, root_of(root))
@@ -283,7 +305,7 @@ mpi_fn!(MPI_Bcast / PMPI_Bcast (buf: *mut c_void, n: c_int, dt: Datatype, root: 
 });
 
 mpi_fn!(MPI_Reduce / PMPI_Reduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, root: c_int, comm: Comm) {
-    if active() {
+    if active() && !invalid(comm, &[n], Some(root)) {
         if let Some(rc) = run(Op::Reduce, "MPI_Reduce", comm, |c, ch| {
             let ch = resolve(Op::Reduce, ch, bytes_of(n, dt), c.p());
             algo::reduce(c, ch, input(sbuf, rbuf), rbuf, count(n), dt, op, root_of(root))
@@ -295,7 +317,7 @@ mpi_fn!(MPI_Reduce / PMPI_Reduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_i
 });
 
 mpi_fn!(MPI_Allreduce / PMPI_Allreduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() {
+    if active() && !invalid(comm, &[n], None) {
         if let Some(rc) = run(Op::Allreduce, "MPI_Allreduce", comm, |c, ch| {
             let ch = resolve(Op::Allreduce, ch, bytes_of(n, dt), c.p());
             algo::allreduce(c, ch.alg, input(sbuf, rbuf), rbuf, count(n), dt, op)
@@ -325,7 +347,7 @@ fn bufs(
 }
 
 mpi_fn!(MPI_Gather / PMPI_Gather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm) {
-    if active() {
+    if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Gather, "MPI_Gather", comm, |c, ch| {
             let ch = resolve(Op::Gather, ch, 0, c.p());
             algo::gather(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), root_of(root))
@@ -337,7 +359,7 @@ mpi_fn!(MPI_Gather / PMPI_Gather (sbuf: *const c_void, scount: c_int, sdt: Datat
 });
 
 mpi_fn!(MPI_Scatter / PMPI_Scatter (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm) {
-    if active() {
+    if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Scatter, "MPI_Scatter", comm, |c, ch| {
             let ch = resolve(Op::Scatter, ch, 0, c.p());
             algo::scatter(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), root_of(root))
@@ -373,7 +395,7 @@ mpi_fn!(MPI_Alltoall / PMPI_Alltoall (sbuf: *const c_void, scount: c_int, sdt: D
 });
 
 mpi_fn!(MPI_Gatherv / PMPI_Gatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, root: c_int, comm: Comm) {
-    if active() {
+    if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Gatherv, "MPI_Gatherv", comm, |c, _| {
             algo::gatherv(c, bufs(sbuf, scount, sdt, rbuf, 0, rdt), rcounts, displs, root_of(root))
         }) {
@@ -384,7 +406,7 @@ mpi_fn!(MPI_Gatherv / PMPI_Gatherv (sbuf: *const c_void, scount: c_int, sdt: Dat
 });
 
 mpi_fn!(MPI_Scatterv / PMPI_Scatterv (sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm) {
-    if active() {
+    if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Scatterv, "MPI_Scatterv", comm, |c, _| {
             algo::scatterv(c, bufs(sbuf, 0, sdt, rbuf, rcount, rdt), scounts, displs, root_of(root))
         }) {
@@ -422,7 +444,7 @@ mpi_fn!(MPI_Alltoallv / PMPI_Alltoallv (sbuf: *const c_void, scounts: *const c_i
 });
 
 mpi_fn!(MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() {
+    if active() && !invalid(comm, &[n], None) {
         if let Some(rc) = run(Op::ReduceScatterBlock, "MPI_Reduce_scatter_block", comm, |c, _| {
             let counts = vec![count(n); c.p()];
             algo::reduce_scatter(c, sbuf, rbuf, &counts, dt, op)
@@ -446,7 +468,7 @@ mpi_fn!(MPI_Reduce_scatter / PMPI_Reduce_scatter (sbuf: *const c_void, rbuf: *mu
 });
 
 mpi_fn!(MPI_Scan / PMPI_Scan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() {
+    if active() && !invalid(comm, &[n], None) {
         if let Some(rc) = run(Op::Scan, "MPI_Scan", comm, |c, ch| {
             let ch = resolve(Op::Scan, ch, 0, c.p());
             algo::scan(c, ch.alg, sbuf, rbuf, count(n), dt, op, false)
@@ -458,7 +480,7 @@ mpi_fn!(MPI_Scan / PMPI_Scan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, 
 });
 
 mpi_fn!(MPI_Exscan / PMPI_Exscan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() {
+    if active() && !invalid(comm, &[n], None) {
         if let Some(rc) = run(Op::Exscan, "MPI_Exscan", comm, |c, ch| {
             let ch = resolve(Op::Exscan, ch, 0, c.p());
             algo::scan(c, ch.alg, sbuf, rbuf, count(n), dt, op, true)
