@@ -14,6 +14,9 @@ const USAGE: &str = "\
 usage:
   loggp run [--mpi openmpi|mpich] [knob flags] -- <launcher or program> [args...]
   loggp shim-path [--mpi openmpi|mpich]
+  loggp calibrate [--mpi openmpi|mpich] [--np N] [--knob L,o_s,...] [--values ...] [--quick] [--out DIR]
+  loggp sweep --knob L --values 0,5,20us [--repeat 5] [--metric REGEX] [--out DIR] -- <launcher> [args...]
+  (loggp calibrate --help, loggp sweep --help for all options)
 
 knob flags (each means the same as its variable):
   --L +5us        LOGGP_L       added latency
