@@ -8,6 +8,7 @@ mod launch;
 mod sweep;
 
 use launch::Mpi;
+use std::io::Write;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
@@ -36,7 +37,8 @@ fn main() -> ExitCode {
         Some("calibrate") => calibrate::main(&args[1..]),
         Some("sweep") => sweep::main(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
-            println!("{USAGE}");
+            // A closed pipe (loggp | head) is not an error worth a panic.
+            let _ = writeln!(std::io::stdout(), "{USAGE}");
             Ok(ExitCode::SUCCESS)
         }
         Some(other) => Err(format!("unknown command {other:?}\n{USAGE}")),
@@ -62,7 +64,7 @@ fn cmd_shim_path(args: &[String]) -> Result<ExitCode, String> {
             other => return Err(format!("shim-path: unexpected argument {other:?}")),
         }
     }
-    println!("{}", launch::shim_path(mpi)?.display());
+    let _ = writeln!(std::io::stdout(), "{}", launch::shim_path(mpi)?.display());
     Ok(ExitCode::SUCCESS)
 }
 
