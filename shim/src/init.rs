@@ -99,6 +99,7 @@ pub unsafe fn after_init(cfg: Config) {
     let (mut rank, mut size) = (0, 1);
     PMPI_Comm_rank(c.comm_world, &mut rank);
     PMPI_Comm_size(c.comm_world, &mut size);
+    all_ranks_loaded_or_exit(&c, rank);
     let mut private = c.comm_null;
     PMPI_Comm_dup(c.comm_world, &mut private);
     let _ = PRIVATE.set(PrivateComm(private));
@@ -158,6 +159,33 @@ pub unsafe fn after_init(cfg: Config) {
     let mut e = Engine::new(cfg, c, rank, size, transit);
     e.set_own_costs(native.own_send_ns, native.own_recv_ns);
     engine::install(e);
+}
+
+/// The start-up below is collective. A rank started without the shim never
+/// joins it, and would hang the job: wait for everyone in a nonblocking
+/// barrier with a deadline, and stop with one line if it passes.
+unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
+    const DEADLINE_NS: u64 = 60_000_000_000;
+    let mut req = c.request_null;
+    PMPI_Ibarrier(c.comm_world, &mut req);
+    let start = now();
+    let mut flag: c_int = 0;
+    let mut st = Status::zeroed();
+    loop {
+        PMPI_Test(&mut req, &mut flag, &mut st);
+        if flag != 0 {
+            return;
+        }
+        if now() - start > DEADLINE_NS {
+            log::line(&format!(
+                "rank {rank}: not every rank reached MPI_Init with the shim loaded within 60 s \
+                 (was LD_PRELOAD given to all ranks? use loggp run, or -x/-genv); stopping"
+            ));
+            PMPI_Abort(c.comm_world, 1);
+            libc::_exit(1);
+        }
+        libc::usleep(20);
+    }
 }
 
 /// Native transit `L_native(s) = base + s·per_byte`, and the shim's own

@@ -64,6 +64,7 @@ reals! {
     fn PMPI_Allreduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm);
     fn PMPI_Bcast(buf: *mut c_void, count: c_int, dt: Datatype, root: c_int, comm: Comm);
     fn PMPI_Barrier(comm: Comm);
+    fn PMPI_Ibarrier(comm: Comm, req: *mut Request);
     fn PMPI_Type_size(dt: Datatype, size: *mut c_int);
     fn PMPI_Type_size_x(dt: Datatype, size: *mut Count);
     fn PMPI_Pack(inbuf: *const c_void, incount: c_int, dt: Datatype, outbuf: *mut c_void, outsize: c_int, pos: *mut c_int, comm: Comm);

@@ -1,11 +1,11 @@
 //! Which algorithm runs each collective: `LOGGP_COLL_<OP>=<algorithm>[:<segment>]`
 //! (pure: no MPI, unit-tested below).
 //!
-//! Every operation accepts `auto` (the default: see `resolve` in `algo`)
-//! and `native` (leave that collective to the MPI library, unperturbed).
-//! `LOGGP_COLL=native` does that for all of them. A malformed value, or an
-//! unknown `LOGGP_COLL_*` variable, is an error: a silent fallback would
-//! corrupt an experiment.
+//! Every operation accepts `auto` (the default: see `resolve` in `mod.rs`)
+//! and `native` (leave that collective to the MPI library, unperturbed);
+//! `LOGGP_COLL_ALL=native` makes every operation not set otherwise native.
+//! A malformed value, or an unknown `LOGGP_COLL_*` variable, is an error: a
+//! silent fallback would corrupt an experiment.
 
 use std::fmt::Write as _;
 
@@ -197,7 +197,7 @@ const SPECS: [Spec; N_OPS] = [
 ];
 
 /// The global switch.
-pub const GLOBAL_VAR: &str = "LOGGP_COLL";
+pub const GLOBAL_VAR: &str = "LOGGP_COLL_ALL";
 
 /// Every variable this module reads (for the configuration's accepted list).
 pub fn variables() -> Vec<&'static str> {
@@ -369,7 +369,11 @@ mod tests {
 
     #[test]
     fn global_native_keeps_explicit_choices() {
-        let c = cfg(&[("LOGGP_COLL", "native"), ("LOGGP_COLL_BCAST", "pipeline")]).unwrap();
+        let c = cfg(&[
+            ("LOGGP_COLL_ALL", "native"),
+            ("LOGGP_COLL_BCAST", "pipeline"),
+        ])
+        .unwrap();
         assert_eq!(c.get(Op::Bcast).alg, Alg::Pipeline);
         assert_eq!(c.get(Op::Reduce).alg, Alg::Native);
     }
@@ -386,7 +390,7 @@ mod tests {
         assert!(cfg(&[("LOGGP_COLL_BCAST", "binomial:8 parsecs")]).is_err());
         let e = cfg(&[("LOGGP_COLL_BCASTT", "binomial")]).unwrap_err();
         assert!(e.contains("unknown variable"), "{e}");
-        assert!(cfg(&[("LOGGP_COLL", "maybe")]).is_err());
+        assert!(cfg(&[("LOGGP_COLL_ALL", "maybe")]).is_err());
     }
 
     #[test]
