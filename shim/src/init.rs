@@ -165,7 +165,9 @@ pub unsafe fn after_init(cfg: Config) {
 /// joins it, and would hang the job: wait for everyone in a nonblocking
 /// barrier with a deadline, and stop with one line if it passes.
 unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
-    const DEADLINE_NS: u64 = 60_000_000_000;
+    // Every rank has entered MPI_Init once ours returns (both MPIs exchange
+    // start-up data there), so the others arrive within milliseconds.
+    const DEADLINE_NS: u64 = 10_000_000_000;
     let mut req = c.request_null;
     PMPI_Ibarrier(c.comm_world, &mut req);
     let start = now();
@@ -178,7 +180,7 @@ unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
         }
         if now() - start > DEADLINE_NS {
             log::line(&format!(
-                "rank {rank}: not every rank reached MPI_Init with the shim loaded within 60 s \
+                "rank {rank}: not every rank reached MPI_Init with the shim loaded within 10 s \
                  (was LD_PRELOAD given to all ranks? use loggp run, or -x/-genv); stopping"
             ));
             PMPI_Abort(c.comm_world, 1);
