@@ -171,7 +171,11 @@ fn quick_sweep(mpi: &str) {
                 let x: f64 = v.parse().unwrap_or(f64::NAN);
                 assert!(x.is_finite(), "{col} = {v} in {r:?}");
             }
-            assert!(num(r, "o_s_ns") > 0.0, "o_s not positive: {r:?}");
+            // At 0 the formula's o_s is native (~0.1 us) and noise can
+            // flip its sign; from 20 us on it cannot.
+            if num(r, "requested_value") >= 20_000.0 {
+                assert!(num(r, "o_s_ns") > 0.0, "o_s not positive: {r:?}");
+            }
         }
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
