@@ -67,11 +67,16 @@ static ON_LOAD: extern "C" fn() = on_load;
 /// bad value stops the job with one line (printed by rank 0 only).
 pub fn config_or_exit() -> Config {
     check_flavour();
-    match Config::from_vars(std::env::vars()) {
+    let parsed = Config::from_vars(std::env::vars()).map_err(|e| e.to_string());
+    let parsed = parsed.and_then(|c| match crate::coll::config_error() {
+        Some(line) => Err(line),
+        None => Ok(c),
+    });
+    match parsed {
         Ok(c) => c,
         Err(e) => {
             if log::launcher_rank().is_none_or(|r| r == 0) {
-                log::line(&e.to_string());
+                log::line(&e);
             }
             // SAFETY: ends the process; MPI is not initialised yet.
             unsafe { libc::_exit(1) }
@@ -451,6 +456,7 @@ pub unsafe fn before_finalize() {
     if let (Some(path), Some(comm)) = (e.cfg.report.as_deref(), private) {
         write_report(e, comm, path);
     }
+    crate::coll::finalize();
     if let Some(mut comm) = private {
         PMPI_Comm_free(&mut comm);
     }

@@ -84,6 +84,17 @@ unsafe fn config(comm: Comm) -> &'static CollCfg {
     }
 }
 
+/// The error line for a bad `LOGGP_COLL_*` setting, if any, so that
+/// start-up can refuse it at MPI_Init like the other variables (otherwise
+/// it is refused at the first collective).
+#[allow(dead_code)] // For init::config_or_exit (the engine's owner wires it).
+pub fn config_error() -> Option<String> {
+    CFG.get_or_init(|| CollCfg::from_vars(std::env::vars()))
+        .as_ref()
+        .err()
+        .cloned()
+}
+
 /// The private duplicate of `comm` (made on first use) as a context for
 /// one collective.
 unsafe fn ctx(comm: Comm, name: &str, op: Op) -> R<Ctx> {
