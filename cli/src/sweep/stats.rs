@@ -103,34 +103,20 @@ pub struct Fit {
     pub r2: f64,
 }
 
-/// `None` with fewer than two distinct x.
+/// `None` with fewer than two distinct x. The line is the core's least
+/// squares (`loggp_core::fit::fit_line`); this adds R².
 pub fn linear_fit(pts: &[(f64, f64)]) -> Option<Fit> {
-    let n = pts.len() as f64;
-    if pts.len() < 2 {
-        return None;
-    }
-    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    if sxx <= 0.0 {
-        return None;
-    }
-    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    let slope = sxy / sxx;
-    let intercept = my - slope * mx;
+    let line = loggp_core::fit::fit_line(pts)?;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
     let syy: f64 = pts.iter().map(|p| (p.1 - my).powi(2)).sum();
-    let sres: f64 = pts
-        .iter()
-        .map(|p| (p.1 - intercept - slope * p.0).powi(2))
-        .sum();
     let r2 = if syy > 0.0 {
-        1.0 - sres / syy
+        1.0 - line.rss / syy
     } else {
         f64::NAN
     };
     Some(Fit {
-        intercept,
-        slope,
+        intercept: line.intercept,
+        slope: line.slope,
         r2,
     })
 }
