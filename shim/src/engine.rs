@@ -1003,9 +1003,7 @@ impl Engine {
             st.source(),
             st.tag()
         );
-        log::line(&msg);
-        PMPI_Abort(self.c.comm_world, 1);
-        libc::_exit(1)
+        log::abort_job(Some(&msg), self.c.comm_world)
     }
 
     /// Waits (when `block`) until the message may be delivered, records the

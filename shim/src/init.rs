@@ -184,12 +184,13 @@ unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
             return;
         }
         if now() - start > DEADLINE_NS {
-            log::line(&format!(
-                "rank {rank}: not every rank reached MPI_Init with the shim loaded within 10 s \
-                 (was LD_PRELOAD given to all ranks? use loggp run, or -x/-genv); stopping"
-            ));
-            PMPI_Abort(c.comm_world, 1);
-            libc::_exit(1);
+            log::abort_job(
+                Some(&format!(
+                    "rank {rank}: not every rank reached MPI_Init with the shim loaded within 10 s \
+                     (was LD_PRELOAD given to all ranks? use loggp run, or -x/-genv); stopping"
+                )),
+                c.comm_world,
+            );
         }
         libc::usleep(20);
     }
@@ -418,13 +419,9 @@ unsafe fn check_hosts(c: &Consts, comm: Comm, rank: c_int, _cfg: &Config) {
         comm,
     );
     if any != 0 {
-        if rank == 0 {
-            log::line(
-                "the ranks run on more than one host; virtual time needs one shared clock and \
-                 cross-host clock synchronisation is not implemented yet: run on one host",
-            );
-        }
-        PMPI_Abort(c.comm_world, 1);
+        let msg = "the ranks run on more than one host; virtual time needs one shared clock and \
+                   cross-host clock synchronisation is not implemented yet: run on one host";
+        log::abort_job((rank == 0).then_some(msg), c.comm_world);
     }
 }
 

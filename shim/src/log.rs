@@ -21,3 +21,19 @@ pub fn launcher_rank() -> Option<u32> {
         .iter()
         .find_map(|k| std::env::var(k).ok()?.parse().ok())
 }
+
+/// Stops an MPI job after MPI_Init: prints `msg` (when given), gives the
+/// launcher time to forward it (MPICH's Hydra can tear a job down on
+/// MPI_Abort before it has forwarded the aborting rank's standard error),
+/// then aborts every rank.
+///
+/// # Safety
+/// MPI must be initialised; `comm_world` is MPI_COMM_WORLD.
+pub unsafe fn abort_job(msg: Option<&str>, comm_world: crate::abi::Comm) -> ! {
+    if let Some(m) = msg {
+        line(m);
+    }
+    libc::usleep(200_000);
+    crate::real::PMPI_Abort(comm_world, 1);
+    libc::_exit(1)
+}

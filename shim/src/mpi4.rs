@@ -16,13 +16,11 @@ use std::ffi::{c_int, c_void};
 
 /// Stops the job: `what` cannot be emulated.
 unsafe fn refuse(what: &str) -> c_int {
-    log::line(&format!(
+    let msg = format!(
         "{what} is not supported while virtual time is on (a LOGGP_* knob is set); \
          its messages would bypass the emulated network. Stopping."
-    ));
-    let c = engine::get().c;
-    real::PMPI_Abort(c.comm_world, 1);
-    libc::_exit(1)
+    );
+    log::abort_job(Some(&msg), engine::get().c.comm_world)
 }
 
 fn small(n: Count) -> Option<c_int> {
