@@ -271,8 +271,8 @@ unsafe fn type_size(dt: Datatype) -> u64 {
 /// starting at the buffer (a predefined type without holes, or any type
 /// whose size equals its extent and true extent with both bounds at 0), so
 /// that staging can be a memcpy instead of MPI_Pack.
-unsafe fn contiguous_bytes(dt: Datatype, count: c_int) -> Option<usize> {
-    let size = type_size(dt);
+/// `size` is `dt`'s size, which every caller already has.
+unsafe fn contiguous_bytes(dt: Datatype, count: c_int, size: u64) -> Option<usize> {
     let (mut lb, mut ext, mut tlb, mut text) = (0, 0, 0, 0);
     PMPI_Type_get_extent(dt, &mut lb, &mut ext);
     if lb != 0 || u64::try_from(ext).ok()? != size {
@@ -370,6 +370,7 @@ impl Engine {
     /// Packs `[header][payload]` into a new buffer.
     unsafe fn stage(
         &self,
+        size: u64,
         hdr: Header,
         buf: *const c_void,
         count: c_int,
@@ -377,7 +378,7 @@ impl Engine {
         comm: Comm,
     ) -> Result<Vec<u8>, c_int> {
         let mut v = Vec::new();
-        self.stage_into(&mut v, hdr, buf, count, dt, comm)?;
+        self.stage_into(&mut v, size, hdr, buf, count, dt, comm)?;
         Ok(v)
     }
 
@@ -385,13 +386,14 @@ impl Engine {
     unsafe fn stage_into(
         &self,
         v: &mut Vec<u8>,
+        size: u64,
         hdr: Header,
         buf: *const c_void,
         count: c_int,
         dt: Datatype,
         comm: Comm,
     ) -> Result<(), c_int> {
-        if let Some(n) = contiguous_bytes(dt, count) {
+        if let Some(n) = contiguous_bytes(dt, count, size) {
             v.clear();
             v.reserve(HDR + n);
             let mut h = [0u8; HDR];
@@ -470,7 +472,8 @@ impl Engine {
         if mode == Mode::Buffered {
             return self.bsend(buf, count, dt, dest, tag, comm);
         }
-        let bytes = type_size(dt) * u64::try_from(count).unwrap_or(0);
+        let size = type_size(dt);
+        let bytes = size * u64::try_from(count).unwrap_or(0);
         let dep = self.depart(bytes);
         let hdr = Header::new(dep.d);
         let real = match mode {
@@ -479,17 +482,24 @@ impl Engine {
             _ => PMPI_Send,
         };
         let rc = if bytes <= self.cfg.inline_max {
-            match self.stage(hdr, buf, count, dt, comm) {
-                Ok(v) => real(
-                    v.as_ptr().cast(),
-                    as_int(v.len()),
-                    self.c.packed,
-                    dest,
-                    tag,
-                    comm,
-                ),
-                Err(rc) => rc,
-            }
+            // Blocking: the buffer is free again when the call returns, so
+            // this thread's staging buffer is reused (no allocation).
+            STAGE.with(|cell| {
+                let mut v = cell.take();
+                let rc = match self.stage_into(&mut v, size, hdr, buf, count, dt, comm) {
+                    Ok(()) => real(
+                        v.as_ptr().cast(),
+                        as_int(v.len()),
+                        self.c.packed,
+                        dest,
+                        tag,
+                        comm,
+                    ),
+                    Err(rc) => rc,
+                };
+                cell.replace(v);
+                rc
+            })
         } else {
             let h = Box::new(hdr);
             match self.struct_type(&*h, buf, count, dt) {
@@ -529,9 +539,10 @@ impl Engine {
         tag: c_int,
         comm: Comm,
     ) -> c_int {
-        let bytes = type_size(dt) * u64::try_from(count).unwrap_or(0);
+        let size = type_size(dt);
+        let bytes = size * u64::try_from(count).unwrap_or(0);
         let dep = self.depart(bytes);
-        let v = match self.stage(Header::new(dep.d), buf, count, dt, comm) {
+        let v = match self.stage(size, Header::new(dep.d), buf, count, dt, comm) {
             Ok(v) => v,
             Err(rc) => return rc,
         };
@@ -624,7 +635,8 @@ impl Engine {
                 req,
             );
         }
-        let bytes = type_size(dt) * u64::try_from(count).unwrap_or(0);
+        let size = type_size(dt);
+        let bytes = size * u64::try_from(count).unwrap_or(0);
         let dep = self.depart(bytes);
         let hdr = Header::new(dep.d);
         let real = match mode {
@@ -633,7 +645,7 @@ impl Engine {
             _ => PMPI_Isend,
         };
         let (rc, pending) = if bytes <= self.cfg.inline_max {
-            match self.stage(hdr, buf, count, dt, comm) {
+            match self.stage(size, hdr, buf, count, dt, comm) {
                 Ok(v) => {
                     let rc = real(
                         v.as_ptr().cast(),
@@ -717,7 +729,8 @@ impl Engine {
             }
             return rc;
         }
-        let bytes = type_size(dt) * u64::try_from(count).unwrap_or(0);
+        let size = type_size(dt);
+        let bytes = size * u64::try_from(count).unwrap_or(0);
         let h = Box::new(Header::new(0));
         let mut t = match self.struct_type(&*h, buf, count, dt) {
             Ok(t) => t,
@@ -1040,6 +1053,11 @@ impl Engine {
     ) {
         let sz = type_size(dt);
         if sz == 0 || payload.is_empty() {
+            return;
+        }
+        if let Some(cap) = contiguous_bytes(dt, count, sz) {
+            let n = payload.len().min(cap);
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), buf.cast::<u8>(), n);
             return;
         }
         let n = (payload.len() as u64 / sz).min(u64::try_from(count).unwrap_or(0));
