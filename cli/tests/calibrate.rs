@@ -116,7 +116,9 @@ fn check_files(out: &Path, extra: &[&str]) {
     assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
 }
 
-fn check_params(row: &std::collections::HashMap<String, String>) {
+/// Every parameter finite and positive, and L = RTT/2 - o_s - o_r not
+/// below -RTT/2; the first violation as an error.
+fn params_ok(row: &std::collections::HashMap<String, String>) -> Result<(), String> {
     for col in [
         "o_s_ns",
         "o_r_ns",
@@ -127,30 +129,63 @@ fn check_params(row: &std::collections::HashMap<String, String>) {
         "RTT_ns",
     ] {
         let v = num(row, col);
-        assert!(v.is_finite() && v > 0.0, "{col} = {v} in {row:?}");
+        if !(v.is_finite() && v > 0.0) {
+            return Err(format!("{col} = {v} in {row:?}"));
+        }
     }
     let (l, rtt) = (num(row, "L_ns"), num(row, "RTT_ns"));
-    assert!(l.is_finite(), "L = {l}");
-    assert!(l > -rtt / 2.0, "o_s + o_r exceed the round trip: {row:?}");
+    if !l.is_finite() || l <= -rtt / 2.0 {
+        return Err(format!(
+            "o_s + o_r exceed the round trip (L = {l}): {row:?}"
+        ));
+    }
+    Ok(())
 }
 
 fn baseline_only(mpi: &str) {
-    let out = calibrate(
-        &format!("base-{mpi}"),
-        &["--quick", "--knob", "none", "--mpi", mpi],
-    );
-    check_files(&out, &["raw/baseline-2.txt"]);
-    let rows = csv(&out);
-    assert_eq!(rows.len(), 2, "two baseline runs in --quick");
-    for r in &rows {
-        assert_eq!(r["knob"], "baseline");
-        assert_eq!(r["mpi"], mpi);
-        check_params(r);
+    // A --quick baseline has few repetitions; on a shared 2-core machine
+    // one preempted train can spike the PRTT formula's o_s (seen once in
+    // CI rehearsal: 1.3 us against 0.28 us in the call). Like the other
+    // timing checks, up to three attempts; every failure is reported.
+    let mut failures = Vec::new();
+    for attempt in 1..=3 {
+        let out = calibrate(
+            &format!("base-{mpi}"),
+            &["--quick", "--knob", "none", "--mpi", mpi],
+        );
+        check_files(&out, &["raw/baseline-2.txt"]);
+        let rows = csv(&out);
+        assert_eq!(rows.len(), 2, "two baseline runs in --quick");
+        for r in &rows {
+            assert_eq!(r["knob"], "baseline");
+            assert_eq!(r["mpi"], mpi);
+        }
+        let _ = std::fs::remove_dir_all(&out);
+        match rows
+            .iter()
+            .map(params_ok)
+            .collect::<Result<Vec<()>, String>>()
+        {
+            Ok(_) => return,
+            Err(e) => failures.push(format!("attempt {attempt}: {e}")),
+        }
     }
-    let _ = std::fs::remove_dir_all(&out);
+    panic!("{}", failures.join("\n"));
 }
 
 fn quick_sweep(mpi: &str) {
+    // Up to three attempts for the baseline rows' noise check, as in
+    // baseline_only; everything else must hold on the attempt that counts.
+    for attempt in 1..=3 {
+        if quick_sweep_once(mpi, attempt == 3) {
+            return;
+        }
+    }
+}
+
+/// One `--quick` run; false when a baseline row failed its noise check and
+/// `last` is false (the caller tries again).
+fn quick_sweep_once(mpi: &str, last: bool) -> bool {
     let out = calibrate(&format!("quick-{mpi}"), &["--quick", "--mpi", mpi]);
     check_files(&out, &["plot-o_s.svg"]);
     let rows = csv(&out);
@@ -158,7 +193,11 @@ fn quick_sweep(mpi: &str) {
     assert_eq!(sweep.len(), 3, "--quick sweeps o_s over 0, 20, 50 us");
     for r in rows.iter() {
         if r["knob"] == "baseline" {
-            check_params(r);
+            if let Err(e) = params_ok(r) {
+                let _ = std::fs::remove_dir_all(&out);
+                assert!(!last, "{e}");
+                return false;
+            }
         } else {
             // Under a large o_s the per-byte term (G) and L = PRTT/2 - o_s -
             // o_r are differences of large, noisy numbers and may come out
@@ -181,6 +220,7 @@ fn quick_sweep(mpi: &str) {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("Varying o_s") && md.contains("Summary against León"));
     let _ = std::fs::remove_dir_all(&out);
+    true
 }
 
 fn o_s_50us(mpi: &str) {
