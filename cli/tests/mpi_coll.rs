@@ -11,6 +11,9 @@
 //!   sub-communicators: natively, then through the shim at np = 2, 3, 4, 5
 //!   with the default algorithms and with every other algorithm forced by
 //!   `LOGGP_COLL_<OP>`.
+//! - The nonblocking forms (Ibarrier, Ibcast, … Iexscan): the same checks
+//!   through `coll_nb.c`, several in flight at once, and MPI's progress rule
+//!   (`icoll.c`); Ibarrier+Wait feels L like Barrier.
 //! - A knob changes a collective's time: Barrier with `LOGGP_L=+50us` takes
 //!   at least 2 · 50 µs on 4 ranks and 50 µs on 2 (dissemination: log2 P
 //!   rounds), from C and from Fortran (`use mpi`).
@@ -30,14 +33,20 @@ use std::time::Duration;
 const NPS: [u32; 4] = [2, 3, 4, 5];
 
 fn check(mpi: Mpi, np: u32, via: Via, vars: &[(&str, &str)]) {
-    let mut job = Job::new(mpi, "coll")
+    check_prog(mpi, "coll", np, via, vars);
+}
+
+/// `prog check` (coll, coll_nb or icoll) passes and the shim says nothing.
+fn check_prog(mpi: Mpi, prog: &str, np: u32, via: Via, vars: &[(&str, &str)]) {
+    let mut job = Job::new(mpi, prog)
         .np(np)
         .via(via)
         .vars(vars)
         .args(&["check"]);
     job.timeout = Duration::from_secs(120);
     let out = job.run();
-    out.expect_pass(&format!("coll check: ok np={np}"));
+    let marker = if prog == "icoll" { "icoll" } else { "coll" };
+    out.expect_pass(&format!("{marker} check: ok np={np}"));
     assert!(
         !out.crashed() && out.shim_lines().is_empty(),
         "{}",
@@ -135,14 +144,90 @@ fn barrier_rounds(mpi: Mpi, prog: &str, np: u32) {
         let out = job.run();
         out.expect_pass(marker);
         let med = out.num("barrier_us");
-        if med >= bound {
-            Ok(format!("median barrier {med:.1} us"))
+        // The Fortran program also times Ibarrier+Wait (MPI_IBARRIER).
+        let imed = if prog == "coll" {
+            med
+        } else {
+            out.num("ibarrier_us")
+        };
+        if med >= bound && imed >= bound {
+            Ok(format!("median barrier {med:.1} us, ibarrier {imed:.1} us"))
         } else {
             Err(format!(
-                "median barrier {med:.1} us with L=+50us at np={np}: expected >= {bound} us"
+                "median barrier {med:.1} us (ibarrier {imed:.1} us) with L=+50us at np={np}: expected >= {bound} us"
             ))
         }
     });
+}
+
+/// The nonblocking collectives: every one's result (coll_nb: coll.c with
+/// each collective in its nonblocking form, completed by Wait, a Test loop,
+/// Waitall, Waitany or Testsome in turn) natively, at np 2–5, under knobs
+/// and with forced algorithms; and icoll: several in flight at once with
+/// traffic between, MPI's progress rule (a rank blocked in Recv, Ssend or
+/// Probe must still forward its part of an Ibcast; a deadlock is the
+/// harness's timeout), and a nonblocking first collective on a new
+/// communicator.
+fn nonblocking(mpi: Mpi) {
+    check_prog(mpi, "coll_nb", 3, Via::Native, &[]);
+    check_prog(mpi, "icoll", 4, Via::Native, &[]);
+    for np in NPS {
+        check_prog(mpi, "coll_nb", np, Via::Direct, &[("LOGGP_VT", "on")]);
+    }
+    let mut forced = vec![("LOGGP_VT", "on")];
+    forced.extend_from_slice(PROFILES[0]);
+    check_prog(mpi, "coll_nb", 4, Via::Direct, &forced);
+    for np in [2, 4, 5] {
+        check_prog(mpi, "icoll", np, Via::Direct, &[("LOGGP_VT", "on")]);
+    }
+    check_prog(
+        mpi,
+        "icoll",
+        4,
+        Via::Direct,
+        &[("LOGGP_L", "+5us"), ("LOGGP_O_R", "2us")],
+    );
+    // A communicator freed with a collective in flight (native Open MPI
+    // 4.1.4 itself crashes on this legal program, in libnbc).
+    let vias: &[Via] = if mpi == Mpi::Mpich {
+        &[Via::Native, Via::Direct]
+    } else {
+        &[Via::Direct]
+    };
+    for &via in vias {
+        let mut job = Job::new(mpi, "icoll").np(3).via(via).args(&["freed"]);
+        if via == Via::Direct {
+            job = job.var("LOGGP_VT", "on");
+        }
+        let out = job.run();
+        out.expect_pass("icoll freed: ok np=3");
+        assert!(out.shim_lines().is_empty(), "{}", out.describe());
+    }
+}
+
+/// Ibarrier + Wait with L=+50us: as `barrier_rounds`.
+fn ibarrier_latency(mpi: Mpi) {
+    for np in [4u32, 2] {
+        let bound = 50.0 * f64::from(np.next_power_of_two().trailing_zeros());
+        let what = format!("Ibarrier np={np} L=+50us, {}", mpi.name());
+        retry(3, &what, || {
+            let out = Job::new(mpi, "icoll")
+                .np(np)
+                .via(Via::Direct)
+                .var("LOGGP_L", "+50us")
+                .args(&["ibarrier", "60"])
+                .run();
+            out.expect_pass("icoll ibarrier:");
+            let med = out.num("us");
+            if med >= bound {
+                Ok(format!("median Ibarrier+Wait {med:.1} us"))
+            } else {
+                Err(format!(
+                    "median Ibarrier+Wait {med:.1} us with L=+50us at np={np}: expected >= {bound} us"
+                ))
+            }
+        });
+    }
 }
 
 fn refusals(mpi: Mpi) {
@@ -229,4 +314,24 @@ fn coll_refusals_openmpi() {
 #[test]
 fn coll_refusals_mpich() {
     refusals(Mpi::Mpich);
+}
+
+#[test]
+fn coll_nonblocking_openmpi() {
+    nonblocking(Mpi::OpenMpi);
+}
+
+#[test]
+fn coll_nonblocking_mpich() {
+    nonblocking(Mpi::Mpich);
+}
+
+#[test]
+fn coll_ibarrier_latency_openmpi() {
+    ibarrier_latency(Mpi::OpenMpi);
+}
+
+#[test]
+fn coll_ibarrier_latency_mpich() {
+    ibarrier_latency(Mpi::Mpich);
 }

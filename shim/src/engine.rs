@@ -20,6 +20,7 @@
 
 use crate::abi::{self, key, Comm, Consts, Datatype, Message, Request, Status};
 use crate::clock::{now, spin_for, wait_until};
+use crate::coll::nb;
 use crate::log;
 use crate::real::*;
 use loggp_core::{Config, RecvGate, SendSide, Transit};
@@ -147,6 +148,11 @@ enum Pending {
         hdr: Box<Header>,
         active: bool,
     },
+    /// A nonblocking collective (`coll::nb`, job `k`); the MPI request is
+    /// a PROC_NULL receive.
+    Coll {
+        k: usize,
+    },
 }
 
 // SAFETY: raw pointers in Pending point to user buffers that MPI itself
@@ -255,6 +261,48 @@ pub fn install(e: Engine) {
 /// Switches virtual time off (at MPI_Finalize).
 pub fn deactivate() {
     ACTIVE.store(false, Ordering::Release);
+}
+
+/// Starts a generalized request (MPI-3.1 §12.2) that stands for work of the
+/// shim's: a request handle of its own, unlike a PROC_NULL receive (Open MPI
+/// hands out one shared object for all of those, so two in flight would be
+/// one key in the request table). Its status is empty; the engine fills in
+/// the real one.
+pub unsafe fn start_grequest(req: *mut Request) -> c_int {
+    PMPI_Grequest_start(
+        grequest_query,
+        grequest_free,
+        grequest_cancel,
+        std::ptr::null_mut(),
+        req,
+    )
+}
+
+unsafe extern "C" fn grequest_query(_: *mut c_void, st: *mut Status) -> c_int {
+    if !abi::status_ignored(st) {
+        if let Some(e) = get_opt() {
+            PMPI_Status_set_elements_x(st, e.c.byte, 0);
+        }
+        PMPI_Status_set_cancelled(st, 0);
+        (*st).set_source(abi::ANY_SOURCE);
+        (*st).set_tag(abi::ANY_TAG);
+        (*st).set_error(abi::SUCCESS);
+    }
+    abi::SUCCESS
+}
+
+unsafe extern "C" fn grequest_free(_: *mut c_void) -> c_int {
+    abi::SUCCESS
+}
+
+/// Nothing to undo: cancelling a collective is erroneous (MPI-3.1 §5.12),
+/// and a receive from the stash already has its message.
+unsafe extern "C" fn grequest_cancel(_: *mut c_void, _: c_int) -> c_int {
+    abi::SUCCESS
+}
+
+fn status_ignore() -> *mut Status {
+    std::ptr::null_mut::<Status>().wrapping_byte_add(abi::STATUS_IGNORE)
 }
 
 fn ok(rc: c_int) -> bool {
@@ -472,6 +520,16 @@ impl Engine {
         if mode == Mode::Buffered {
             return self.bsend(buf, count, dt, dest, tag, comm);
         }
+        if nb::running() {
+            // A blocking send may wait for its receiver, which may wait
+            // for a collective this rank must progress.
+            let mut r = self.c.request_null;
+            let rc = self.isend(mode, buf, count, dt, dest, tag, comm, &mut r);
+            if !ok(rc) {
+                return rc;
+            }
+            return self.wait(&mut r, status_ignore());
+        }
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
         let dep = self.depart(bytes);
@@ -596,16 +654,13 @@ impl Engine {
 
     /// A request that is already complete, standing for work the shim did
     /// itself: a receive from MPI_PROC_NULL.
-    unsafe fn done_request(&self, comm: Comm, req: *mut Request) -> c_int {
-        PMPI_Irecv(
-            std::ptr::null_mut(),
-            0,
-            self.c.byte,
-            abi::PROC_NULL,
-            0,
-            comm,
-            req,
-        )
+    unsafe fn done_request(&self, req: *mut Request) -> c_int {
+        let rc = start_grequest(req);
+        if ok(rc) {
+            PMPI_Grequest_complete(*req)
+        } else {
+            rc
+        }
     }
 
     /// Nonblocking send in any mode.
@@ -861,6 +916,15 @@ impl Engine {
         req: Option<*mut Request>,
         status: *mut Status,
     ) -> c_int {
+        if req.is_none() && nb::running() {
+            // See `send`.
+            let mut r = self.c.request_null;
+            let rc = self.recv(buf, count, dt, src, tag, comm, Some(&mut r), status);
+            if !ok(rc) {
+                return rc;
+            }
+            return self.wait(&mut r, status);
+        }
         if self.stash_len.load(Ordering::Relaxed) > 0 {
             let taken = {
                 let mut st = self.lock();
@@ -1085,7 +1149,7 @@ impl Engine {
     ) -> c_int {
         match req {
             Some(r) => {
-                let rc = self.done_request(m.comm_h, r);
+                let rc = self.done_request(r);
                 if ok(rc) {
                     self.lock().reqs.insert(
                         key(*r),
@@ -1270,6 +1334,7 @@ impl Engine {
         flag: *mut c_int,
         status: *mut Status,
     ) -> c_int {
+        nb::progress_all();
         if src == abi::PROC_NULL {
             return PMPI_Iprobe(src, tag, comm, flag, status);
         }
@@ -1312,6 +1377,7 @@ impl Engine {
         msg: *mut Message,
         status: *mut Status,
     ) -> c_int {
+        nb::progress_all();
         if src == abi::PROC_NULL {
             return PMPI_Improbe(src, tag, comm, flag, msg, status);
         }
@@ -1398,7 +1464,7 @@ impl Engine {
     unsafe fn ready_time(&self, p: &Pending, st: &Status, gate: &RecvGate) -> u64 {
         match p {
             Pending::Send { complete_at, .. } | Pending::PSend { complete_at, .. } => *complete_at,
-            Pending::PBsend { .. } => 0,
+            Pending::PBsend { .. } | Pending::Coll { .. } => 0,
             Pending::FromStash { msg, .. } => gate.ready_at(msg.d, msg.payload.len() as u64),
             Pending::Recv(wire) => {
                 let mut cancelled: c_int = 0;
@@ -1439,6 +1505,7 @@ impl Engine {
                 abi::SUCCESS
             }
             Pending::PBsend { .. } => abi::SUCCESS,
+            Pending::Coll { k } => nb::finish(*k),
             Pending::Recv(wire) => self.finish_recv(wire, st, block, rc),
             Pending::PRecv { hdr, .. } => {
                 let mut w = Wire::Struct {
@@ -1514,6 +1581,22 @@ impl Engine {
         if r == self.c.request_null {
             return PMPI_Wait(req, status);
         }
+        if nb::running() {
+            // Nonblocking collectives in flight: wait by polling, so that
+            // they progress meanwhile (the request may depend on them).
+            loop {
+                let ready = match self.poll(r) {
+                    Poll::Ready | Poll::Inactive => true,
+                    Poll::NotReady => false,
+                    Poll::Untracked => self.native_done(r),
+                };
+                if ready {
+                    break;
+                }
+                nb::progress_all();
+                std::hint::spin_loop();
+            }
+        }
         let mut st = Status::zeroed();
         let rc = self.complete_one(req, &mut st);
         if !abi::status_ignored(status) {
@@ -1553,6 +1636,14 @@ impl Engine {
         if !p.active() {
             return Poll::Inactive;
         }
+        if let Pending::Coll { k } = *p {
+            drop(st);
+            return if nb::done(k) {
+                Poll::Ready
+            } else {
+                Poll::NotReady
+            };
+        }
         drop(st);
         let mut flag: c_int = 0;
         let mut s = Status::zeroed();
@@ -1580,6 +1671,7 @@ impl Engine {
     }
 
     pub unsafe fn test(&self, req: *mut Request, flag: *mut c_int, status: *mut Status) -> c_int {
+        nb::progress_all();
         let r = *req;
         match self.poll(r) {
             Poll::Untracked | Poll::Inactive => PMPI_Test(req, flag, status),
@@ -1605,6 +1697,7 @@ impl Engine {
         flag: *mut c_int,
         status: *mut Status,
     ) -> c_int {
+        nb::progress_all();
         match self.poll(r) {
             Poll::Untracked | Poll::Inactive => PMPI_Request_get_status(r, flag, status),
             Poll::NotReady => {
@@ -1670,7 +1763,7 @@ impl Engine {
             return PMPI_Waitall(n, reqs, statuses);
         }
         let rs = std::slice::from_raw_parts_mut(reqs, len);
-        if !self.any_tracked(rs) {
+        if !self.any_tracked(rs) && !nb::running() {
             return PMPI_Waitall(n, reqs, statuses);
         }
         let ignore = abi::statuses_ignored(statuses);
@@ -1720,6 +1813,7 @@ impl Engine {
                 break;
             }
             if !progressed {
+                nb::progress_all();
                 std::hint::spin_loop();
             }
         }
@@ -1734,6 +1828,7 @@ impl Engine {
         statuses: *mut Status,
     ) -> c_int {
         let len = usize::try_from(n).unwrap_or(0);
+        nb::progress_all();
         let rs = std::slice::from_raw_parts_mut(reqs, len);
         if !self.any_tracked(rs) {
             return PMPI_Testall(n, reqs, flag, statuses);
@@ -1810,7 +1905,7 @@ impl Engine {
     ) -> c_int {
         let len = usize::try_from(n).unwrap_or(0);
         let rs = std::slice::from_raw_parts_mut(reqs, len);
-        if !self.any_tracked(rs) {
+        if !self.any_tracked(rs) && !nb::running() {
             return PMPI_Waitany(n, reqs, idx, status);
         }
         loop {
@@ -1822,6 +1917,7 @@ impl Engine {
                 }
                 return rc;
             }
+            nb::progress_all();
             std::hint::spin_loop();
         }
     }
@@ -1836,6 +1932,7 @@ impl Engine {
     ) -> c_int {
         let len = usize::try_from(n).unwrap_or(0);
         let rs = std::slice::from_raw_parts_mut(reqs, len);
+        nb::progress_all();
         if !self.any_tracked(rs) {
             return PMPI_Testany(n, reqs, idx, flag, status);
         }
@@ -1936,7 +2033,7 @@ impl Engine {
     ) -> c_int {
         let len = usize::try_from(n).unwrap_or(0);
         let rs = std::slice::from_raw_parts_mut(reqs, len);
-        if !self.any_tracked(rs) {
+        if !self.any_tracked(rs) && !nb::running() {
             return PMPI_Waitsome(n, reqs, outcount, idx, statuses);
         }
         loop {
@@ -1945,6 +2042,7 @@ impl Engine {
                 *outcount = c;
                 return rc;
             }
+            nb::progress_all();
             std::hint::spin_loop();
         }
     }
@@ -1959,6 +2057,7 @@ impl Engine {
     ) -> c_int {
         let len = usize::try_from(n).unwrap_or(0);
         let rs = std::slice::from_raw_parts_mut(reqs, len);
+        nb::progress_all();
         if !self.any_tracked(rs) {
             return PMPI_Testsome(n, reqs, outcount, idx, statuses);
         }
@@ -1974,9 +2073,19 @@ impl Engine {
         [st.sends, st.recvs, st.bytes_sent, st.bytes_recv]
     }
 
+    /// Enters the request of a nonblocking collective (`coll::nb`).
+    pub fn track_coll(&self, r: Request) {
+        let k = key(r);
+        self.lock().reqs.insert(k, Pending::Coll { k });
+    }
+
     pub unsafe fn request_free(&self, req: *mut Request) -> c_int {
         let r = *req;
         let p = self.lock().reqs.remove(&key(r));
+        if let Some(Pending::Coll { k }) = p {
+            nb::orphan(k);
+            return PMPI_Request_free(req);
+        }
         if let Some(p) = p {
             if !p.persistent() || p.active() {
                 // MPI completes it in the background and may still write

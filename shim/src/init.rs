@@ -111,7 +111,9 @@ pub unsafe fn after_init(cfg: Config) {
 
     // Every rank must run with the same knobs: a rank that adds headers
     // talking to one that does not would corrupt messages.
-    let fp = cfg.fingerprint();
+    // The collectives' algorithm choices too: ranks running different
+    // algorithms would mismatch their messages.
+    let fp = cfg.fingerprint() ^ crate::coll::config_hash();
     let mut mx: u64 = 0;
     let mut mn: u64 = 0;
     PMPI_Allreduce(

@@ -25,6 +25,11 @@ fn missing(name: &str) -> ! {
     ))
 }
 
+/// The callbacks of a generalized request (MPI-3.1 §12.2).
+pub type GrequestQuery = unsafe extern "C" fn(extra: *mut c_void, st: *mut Status) -> c_int;
+pub type GrequestFree = unsafe extern "C" fn(extra: *mut c_void) -> c_int;
+pub type GrequestCancel = unsafe extern "C" fn(extra: *mut c_void, complete: c_int) -> c_int;
+
 macro_rules! reals {
     ($( fn $name:ident ( $($arg:ident : $ty:ty),* ); )*) => {$(
         #[inline]
@@ -171,4 +176,23 @@ reals! {
     fn PMPI_Reduce_scatter(sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Datatype, op: Op, comm: Comm);
     fn PMPI_Scan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm);
     fn PMPI_Exscan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm);
+    fn PMPI_Comm_idup(comm: Comm, new: *mut Comm, req: *mut Request);
+    fn PMPI_Grequest_start(query: GrequestQuery, free: GrequestFree, cancel: GrequestCancel, extra: *mut c_void, req: *mut Request);
+    fn PMPI_Grequest_complete(req: Request);
+    fn PMPI_Status_set_cancelled(st: *mut Status, flag: c_int);
+    fn PMPI_Ibcast(buf: *mut c_void, count: c_int, dt: Datatype, root: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Ireduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, root: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Iallreduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
+    fn PMPI_Igather(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Iscatter(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Iallgather(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm, req: *mut Request);
+    fn PMPI_Ialltoall(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm, req: *mut Request);
+    fn PMPI_Igatherv(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, root: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Iscatterv(sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Iallgatherv(sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, comm: Comm, req: *mut Request);
+    fn PMPI_Ialltoallv(sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Datatype, comm: Comm, req: *mut Request);
+    fn PMPI_Ireduce_scatter_block(sbuf: *const c_void, rbuf: *mut c_void, rcount: c_int, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
+    fn PMPI_Ireduce_scatter(sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
+    fn PMPI_Iscan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
+    fn PMPI_Iexscan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
 }

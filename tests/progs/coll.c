@@ -5,6 +5,9 @@
  * MPI_IN_PLACE, derived datatypes with holes (whose holes must stay
  * untouched), sub-communicators (split, freed, split again).
  *
+ * Built as coll_nb.c (COLL_NB defined), every collective is its nonblocking
+ * form (MPI_Ibcast, ...) completed at once.
+ *
  *   coll check            all checks; rank 0 prints "coll check: ok ..."
  *   coll barrier <reps>   times <reps> barriers: "coll barrier: barrier_us=..."
  *   coll time <op> <ints> <reps>   op = barrier, bcast, reduce, allreduce,
@@ -13,6 +16,47 @@
  *                         timed at rank 0; loop_us: back-to-back calls)
  */
 #include "common.h"
+
+#ifdef COLL_NB
+/* coll_nb.c: every collective below becomes its nonblocking form completed
+ * at once, by Wait, a Test loop, Waitall, Waitany or Testsome in turn. */
+static MPI_Request nb_r;
+static int nb_n;
+static int nb_done(int rc) {
+  if (rc != MPI_SUCCESS) return rc;
+  int f = 0, i, k;
+  switch (nb_n++ % 5) {
+  case 0: return MPI_Wait(&nb_r, MPI_STATUS_IGNORE);
+  case 1:
+    while (!f && rc == MPI_SUCCESS) rc = MPI_Test(&nb_r, &f, MPI_STATUS_IGNORE);
+    return rc;
+  case 2: return MPI_Waitall(1, &nb_r, MPI_STATUSES_IGNORE);
+  case 3: return MPI_Waitany(1, &nb_r, &i, MPI_STATUS_IGNORE);
+  default:
+    while (!f && rc == MPI_SUCCESS) {
+      rc = MPI_Testsome(1, &nb_r, &k, &i, MPI_STATUSES_IGNORE);
+      f = k == 1;
+    }
+    return rc;
+  }
+}
+#define MPI_Barrier(c) nb_done(MPI_Ibarrier(c, &nb_r))
+#define MPI_Bcast(...) nb_done(MPI_Ibcast(__VA_ARGS__, &nb_r))
+#define MPI_Reduce(...) nb_done(MPI_Ireduce(__VA_ARGS__, &nb_r))
+#define MPI_Allreduce(...) nb_done(MPI_Iallreduce(__VA_ARGS__, &nb_r))
+#define MPI_Gather(...) nb_done(MPI_Igather(__VA_ARGS__, &nb_r))
+#define MPI_Gatherv(...) nb_done(MPI_Igatherv(__VA_ARGS__, &nb_r))
+#define MPI_Scatter(...) nb_done(MPI_Iscatter(__VA_ARGS__, &nb_r))
+#define MPI_Scatterv(...) nb_done(MPI_Iscatterv(__VA_ARGS__, &nb_r))
+#define MPI_Allgather(...) nb_done(MPI_Iallgather(__VA_ARGS__, &nb_r))
+#define MPI_Allgatherv(...) nb_done(MPI_Iallgatherv(__VA_ARGS__, &nb_r))
+#define MPI_Alltoall(...) nb_done(MPI_Ialltoall(__VA_ARGS__, &nb_r))
+#define MPI_Alltoallv(...) nb_done(MPI_Ialltoallv(__VA_ARGS__, &nb_r))
+#define MPI_Reduce_scatter(...) nb_done(MPI_Ireduce_scatter(__VA_ARGS__, &nb_r))
+#define MPI_Reduce_scatter_block(...) nb_done(MPI_Ireduce_scatter_block(__VA_ARGS__, &nb_r))
+#define MPI_Scan(...) nb_done(MPI_Iscan(__VA_ARGS__, &nb_r))
+#define MPI_Exscan(...) nb_done(MPI_Iexscan(__VA_ARGS__, &nb_r))
+#endif
 
 static int P, R;
 

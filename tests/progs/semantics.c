@@ -19,7 +19,11 @@
  *   7. every send mode (Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend,
  *      Irsend, Bsend_init, Rsend_init) delivers, at 8 bytes and 70000 bytes;
  *      an Ssend does not complete before the matching receive is posted
- *      (3 ms late, compared on the shared CLOCK_MONOTONIC of one host).
+ *      (3 ms late, compared on the shared CLOCK_MONOTONIC of one host);
+ *   8. several nonblocking receives of probed messages (which the shim has
+ *      already taken off the network) in flight at once, completed by
+ *      Waitall, Waitany and Wait in reverse order, each get their own data
+ *      and status.
  * Rank 0 prints "semantics: PASS np=N checks=C"; on failure a line
  * "FAIL semantics rank R: ..." and a non-zero exit. */
 #include "common.h"
@@ -402,6 +406,42 @@ static void send_modes(void) {
   free(b);
 }
 
+/* 8. Rank 1 sends tags 1..3; rank 0 probes all three, then posts three
+ * Irecvs at once. */
+static void probed_in_flight(void) {
+  for (int how = 0; how < 3; how++) {
+    if (my_rank == 1) {
+      for (int t = 1; t <= 3; t++) {
+        int v = 100 * how + t;
+        MPI_OK(MPI_Send(&v, 1, MPI_INT, 0, t, MPI_COMM_WORLD));
+      }
+    } else if (my_rank == 0) {
+      MPI_Status st[3];
+      for (int t = 1; t <= 3; t++) MPI_OK(MPI_Probe(1, t, MPI_COMM_WORLD, &st[0]));
+      int v[3] = {-1, -1, -1};
+      MPI_Request q[3];
+      for (int t = 1; t <= 3; t++) MPI_OK(MPI_Irecv(&v[t - 1], 1, MPI_INT, 1, t, MPI_COMM_WORLD, &q[t - 1]));
+      if (how == 0) {
+        MPI_OK(MPI_Waitall(3, q, st));
+      } else if (how == 1) {
+        MPI_Status s1;
+        for (int k = 0; k < 3; k++) {
+          int idx;
+          MPI_OK(MPI_Waitany(3, q, &idx, &s1));
+          CHECK(idx >= 0 && idx < 3, "Waitany index %d", idx);
+          st[idx] = s1;
+        }
+      } else {
+        for (int k = 2; k >= 0; k--) MPI_OK(MPI_Wait(&q[k], &st[k]));
+      }
+      for (int t = 1; t <= 3; t++) {
+        CHECK(v[t - 1] == 100 * how + t, "probed receive %d (form %d) got %d", t, how, v[t - 1]);
+        check_st(&st[t - 1], 1, t, (int)sizeof(int), "probed receive in flight");
+      }
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   int np;
   init_common("semantics", &argc, &argv);
@@ -414,6 +454,7 @@ int main(int argc, char **argv) {
   status_ignore();
   ring(np);
   send_modes();
+  probed_in_flight();
   long checks = 0;
   MPI_Reduce(&n_checks, &checks, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (my_rank == 0) {

@@ -165,9 +165,17 @@ pub fn prog(mpi: Mpi, name: &str) -> PathBuf {
     };
     let mut h = DefaultHasher::new();
     fs::read(&src).expect("read source").hash(&mut h);
-    fs::read(dir.join("common.h"))
-        .unwrap_or_default()
-        .hash(&mut h);
+    // Programs may include each other (coll_nb.c includes coll.c): every
+    // C source and header of the directory counts.
+    let mut others: Vec<PathBuf> = fs::read_dir(&dir)
+        .expect("read tests/progs")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "c" || x == "h"))
+        .collect();
+    others.sort();
+    for p in others {
+        fs::read(&p).unwrap_or_default().hash(&mut h);
+    }
     compiler.hash(&mut h);
     flags.hash(&mut h);
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))

@@ -92,7 +92,7 @@ fn segments(n: usize, es: usize) -> impl Iterator<Item = (usize, usize)> {
 
 // ------------------------------------------------------------------ Barrier
 
-pub unsafe fn barrier(c: &Ctx, alg: Alg) -> R {
+pub async unsafe fn barrier(c: &Ctx, alg: Alg) -> R {
     let (p, r) = (c.p(), c.r());
     let byte = c.e.c.byte;
     let mut zb = [0u8; 1];
@@ -107,25 +107,25 @@ pub unsafe fn barrier(c: &Ctx, alg: Alg) -> R {
                 for i in 1..p {
                     c.irecv(z, 0, byte, i, &mut reqs)?;
                 }
-                c.waitall(&mut reqs)?;
+                c.waitall(&mut reqs).await?;
                 for i in 1..p {
                     c.isend(z, 0, byte, i, &mut reqs)?;
                 }
-                c.waitall(&mut reqs)
+                c.waitall(&mut reqs).await
             } else {
-                c.send(z, 0, byte, 0)?;
-                c.recv(z, 0, byte, 0)
+                c.send(z, 0, byte, 0).await?;
+                c.recv(z, 0, byte, 0).await
             }
         }
         Alg::Ring => {
             // Double ring: a token from rank 0 goes around twice.
             for _ in 0..2 {
                 if r == 0 {
-                    c.send(z, 0, byte, 1)?;
-                    c.recv(z, 0, byte, p - 1)?;
+                    c.send(z, 0, byte, 1).await?;
+                    c.recv(z, 0, byte, p - 1).await?;
                 } else {
-                    c.recv(z, 0, byte, r - 1)?;
-                    c.send(z, 0, byte, (r + 1) % p)?;
+                    c.recv(z, 0, byte, r - 1).await?;
+                    c.send(z, 0, byte, (r + 1) % p).await?;
                 }
             }
             Ok(())
@@ -136,19 +136,19 @@ pub unsafe fn barrier(c: &Ctx, alg: Alg) -> R {
             // Extra ranks report to a partner first and are released last
             // (⌊log2 P⌋ + 2 steps when P is not a power of two).
             if r >= pof2 {
-                c.send(z, 0, byte, r - pof2)?;
-                return c.recv(z, 0, byte, r - pof2);
+                c.send(z, 0, byte, r - pof2).await?;
+                return c.recv(z, 0, byte, r - pof2).await;
             }
             if r < rem {
-                c.recv(z, 0, byte, r + pof2)?;
+                c.recv(z, 0, byte, r + pof2).await?;
             }
             let mut m = 1;
             while m < pof2 {
-                c.sendrecv(z, 0, byte, r ^ m, z, 0, byte, r ^ m)?;
+                c.sendrecv(z, 0, byte, r ^ m, z, 0, byte, r ^ m).await?;
                 m <<= 1;
             }
             if r < rem {
-                c.send(z, 0, byte, r + pof2)?;
+                c.send(z, 0, byte, r + pof2).await?;
             }
             Ok(())
         }
@@ -156,7 +156,8 @@ pub unsafe fn barrier(c: &Ctx, alg: Alg) -> R {
         _ => {
             let mut d = 1;
             while d < p {
-                c.sendrecv(z, 0, byte, (r + d) % p, z, 0, byte, (r + p - d) % p)?;
+                c.sendrecv(z, 0, byte, (r + d) % p, z, 0, byte, (r + p - d) % p)
+                    .await?;
                 d <<= 1;
             }
             Ok(())
@@ -166,7 +167,7 @@ pub unsafe fn barrier(c: &Ctx, alg: Alg) -> R {
 
 // -------------------------------------------------------------------- Bcast
 
-pub unsafe fn bcast(
+pub async unsafe fn bcast(
     c: &Ctx,
     ch: Choice,
     buf: *mut c_void,
@@ -186,21 +187,21 @@ pub unsafe fn bcast(
     for (s, len) in segments(n, seg_elems(ch.seg, &t, n)) {
         let sp = t.at(buf, s);
         if let Some(par) = tr.parent {
-            c.recv(sp, len, dt, real(par))?;
+            c.recv(sp, len, dt, real(par)).await?;
         }
         // Largest subtree first.
         for &k in tr.children.iter().rev() {
             c.isend(sp, len, dt, real(k), &mut reqs)?;
         }
     }
-    c.waitall(&mut reqs)
+    c.waitall(&mut reqs).await
 }
 
 // ------------------------------------------------------------------- Reduce
 
 /// Reduce of `n × dt` from `inbuf` on every rank to `out` on `root` (out
 /// is only touched at root).
-pub unsafe fn reduce(
+pub async unsafe fn reduce(
     c: &Ctx,
     ch: Choice,
     inbuf: *const c_void,
@@ -220,7 +221,7 @@ pub unsafe fn reduce(
     }
     if ch.alg == Alg::Linear {
         if r != root {
-            return c.send(inbuf, n, dt, root);
+            return c.send(inbuf, n, dt, root).await;
         }
         // acc = x0 op x1 op … in rank order.
         let mut acc = Tmp::new(&t, n);
@@ -230,7 +231,7 @@ pub unsafe fn reduce(
             if i == r {
                 c.copy(inbuf, n, dt, dst, n, dt)?;
             } else {
-                c.recv(dst, n, dt, i)?;
+                c.recv(dst, n, dt, i).await?;
             }
             if i > 0 {
                 reduce_local(acc.p(), tmp.p(), n, dt, op)?;
@@ -264,7 +265,7 @@ pub unsafe fn reduce(
         if let Some(tmp) = tmp.as_mut() {
             let b = t.at(tmp.p(), s);
             for &k in &tr.children {
-                c.recv(b, len, dt, real(k))?;
+                c.recv(b, len, dt, real(k)).await?;
                 if commute {
                     reduce_local(b, a, len, dt, op)?;
                 } else {
@@ -278,22 +279,22 @@ pub unsafe fn reduce(
             c.isend(a, len, dt, real(par), &mut reqs)?;
         }
     }
-    c.waitall(&mut reqs)?;
+    c.waitall(&mut reqs).await?;
     if troot == root {
         if r == root {
             c.copy(acc.p(), n, dt, out, n, dt)?;
         }
     } else if r == troot {
-        c.send(acc.p(), n, dt, root)?;
+        c.send(acc.p(), n, dt, root).await?;
     } else if r == root {
-        c.recv(out, n, dt, troot)?;
+        c.recv(out, n, dt, troot).await?;
     }
     Ok(())
 }
 
 // ---------------------------------------------------------------- Allreduce
 
-pub unsafe fn allreduce(
+pub async unsafe fn allreduce(
     c: &Ctx,
     alg: Alg,
     inbuf: *const c_void,
@@ -317,8 +318,8 @@ pub unsafe fn allreduce(
         } else {
             inbuf
         };
-        reduce(c, bin, inbuf, out, n, dt, op, 0)?;
-        return bcast(c, bin, out, n, dt, 0);
+        reduce(c, bin, inbuf, out, n, dt, op, 0).await?;
+        return bcast(c, bin, out, n, dt, 0).await;
     }
     // Recursive doubling (MPICH's; rank order kept for any op): the first
     // 2·rem ranks pair up so that a power of two takes part.
@@ -330,10 +331,10 @@ pub unsafe fn allreduce(
     let rem = p - pof2;
     let newrank = if r < 2 * rem {
         if r % 2 == 0 {
-            c.send(acc.p(), n, dt, r + 1)?;
+            c.send(acc.p(), n, dt, r + 1).await?;
             None
         } else {
-            c.recv(tmp.p(), n, dt, r - 1)?;
+            c.recv(tmp.p(), n, dt, r - 1).await?;
             reduce_local(tmp.p(), acc.p(), n, dt, op)?;
             Some(r / 2)
         }
@@ -345,7 +346,7 @@ pub unsafe fn allreduce(
         while m < pof2 {
             let nd = nr ^ m;
             let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
-            c.sendrecv(acc.p(), n, dt, dst, tmp.p(), n, dt, dst)?;
+            c.sendrecv(acc.p(), n, dt, dst, tmp.p(), n, dt, dst).await?;
             if dst < r {
                 reduce_local(tmp.p(), acc.p(), n, dt, op)?;
             } else {
@@ -357,9 +358,9 @@ pub unsafe fn allreduce(
     }
     if r < 2 * rem {
         if r % 2 == 1 {
-            c.send(acc.p(), n, dt, r - 1)?;
+            c.send(acc.p(), n, dt, r - 1).await?;
         } else {
-            c.recv(acc.p(), n, dt, r + 1)?;
+            c.recv(acc.p(), n, dt, r + 1).await?;
         }
     }
     c.copy(acc.p(), n, dt, out, n, dt)
@@ -378,7 +379,7 @@ pub struct Bufs {
     pub rdt: Datatype,
 }
 
-pub unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
+pub async unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
     let (p, r) = (c.p(), c.r());
     let is_root = r == root;
     let (st, rt) = (
@@ -406,14 +407,14 @@ pub unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
     }
     if alg == Alg::Linear {
         if !is_root {
-            return c.send(b.sbuf, b.scount, b.sdt, root);
+            return c.send(b.sbuf, b.scount, b.sdt, root).await;
         }
         let rt = rt.expect("root");
         let mut reqs = Vec::new();
         for i in (0..p).filter(|&i| i != root) {
             c.irecv(rt.at(b.rbuf, i * b.rcount), b.rcount, b.rdt, i, &mut reqs)?;
         }
-        return c.waitall(&mut reqs);
+        return c.waitall(&mut reqs).await;
     }
     // Binomial: each subtree's blocks travel packed, in virtual order.
     let vr = (r + p - root) % p;
@@ -434,14 +435,16 @@ pub unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
             &mut reqs,
         )?;
     }
-    c.waitall(&mut reqs)?;
+    c.waitall(&mut reqs).await?;
     if !is_root {
-        return c.send(
-            tmp.as_ptr().cast(),
-            tmp.len(),
-            c.e.c.byte,
-            ((vr & (vr - 1)) + root) % p,
-        );
+        return c
+            .send(
+                tmp.as_ptr().cast(),
+                tmp.len(),
+                c.e.c.byte,
+                ((vr & (vr - 1)) + root) % p,
+            )
+            .await;
     }
     let rt = rt.expect("root");
     for v in 1..p {
@@ -456,7 +459,7 @@ pub unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
     Ok(())
 }
 
-pub unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
+pub async unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
     let (p, r) = (c.p(), c.r());
     let is_root = r == root;
     let rt = Ty::of(b.rdt);
@@ -481,14 +484,14 @@ pub unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
     }
     if alg == Alg::Linear {
         if !is_root {
-            return c.recv(b.rbuf, b.rcount, b.rdt, root);
+            return c.recv(b.rbuf, b.rcount, b.rdt, root).await;
         }
         let st = st.expect("root");
         let mut reqs = Vec::new();
         for i in (0..p).filter(|&i| i != root) {
             c.isend(st.at(b.sbuf, i * b.scount), b.scount, b.sdt, i, &mut reqs)?;
         }
-        return c.waitall(&mut reqs);
+        return c.waitall(&mut reqs).await;
     }
     let vr = (r + p - root) % p;
     let end = subtree_end(vr, p);
@@ -512,7 +515,8 @@ pub unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
             len,
             c.e.c.byte,
             ((vr & (vr - 1)) + root) % p,
-        )?;
+        )
+        .await?;
     }
     let mut reqs = Vec::new();
     for &k in tree(Alg::Binomial, vr, p).children.iter().rev() {
@@ -525,7 +529,7 @@ pub unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
             &mut reqs,
         )?;
     }
-    c.waitall(&mut reqs)?;
+    c.waitall(&mut reqs).await?;
     if !is_root {
         c.unpack(&tmp[..nb], b.rbuf, b.rcount, b.rdt)?;
     }
@@ -533,7 +537,7 @@ pub unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
 }
 
 /// Gatherv (linear): `counts`/`displs` are significant at the root only.
-pub unsafe fn gatherv(
+pub async unsafe fn gatherv(
     c: &Ctx,
     b: Bufs,
     counts: *const c_int,
@@ -545,7 +549,7 @@ pub unsafe fn gatherv(
         if b.scount == 0 {
             return Ok(());
         }
-        return c.send(b.sbuf, b.scount, b.sdt, root);
+        return c.send(b.sbuf, b.scount, b.sdt, root).await;
     }
     let rt = Ty::of(b.rdt);
     let at = |i: usize| {
@@ -562,11 +566,11 @@ pub unsafe fn gatherv(
             c.irecv(at(i), n, b.rdt, i, &mut reqs)?;
         }
     }
-    c.waitall(&mut reqs)
+    c.waitall(&mut reqs).await
 }
 
 /// Scatterv (linear): `counts`/`displs` are significant at the root only.
-pub unsafe fn scatterv(
+pub async unsafe fn scatterv(
     c: &Ctx,
     b: Bufs,
     counts: *const c_int,
@@ -578,7 +582,7 @@ pub unsafe fn scatterv(
         if b.rcount == 0 {
             return Ok(());
         }
-        return c.recv(b.rbuf, b.rcount, b.rdt, root);
+        return c.recv(b.rbuf, b.rcount, b.rdt, root).await;
     }
     let st = Ty::of(b.sdt);
     let at = |i: usize| {
@@ -595,12 +599,12 @@ pub unsafe fn scatterv(
             c.isend(at(i), n, b.sdt, i, &mut reqs)?;
         }
     }
-    c.waitall(&mut reqs)
+    c.waitall(&mut reqs).await
 }
 
 // ---------------------------------------------------------------- Allgather
 
-pub unsafe fn allgather(c: &Ctx, alg: Alg, b: Bufs) -> R {
+pub async unsafe fn allgather(c: &Ctx, alg: Alg, b: Bufs) -> R {
     let (p, r) = (c.p(), c.r());
     let rt = Ty::of(b.rdt);
     let n = b.rcount;
@@ -624,7 +628,8 @@ pub unsafe fn allgather(c: &Ctx, alg: Alg, b: Bufs) -> R {
                 m * n,
                 b.rdt,
                 d,
-            )?;
+            )
+            .await?;
             m <<= 1;
         }
         return Ok(());
@@ -642,13 +647,14 @@ pub unsafe fn allgather(c: &Ctx, alg: Alg, b: Bufs) -> R {
             n,
             b.rdt,
             left,
-        )?;
+        )
+        .await?;
     }
     Ok(())
 }
 
 /// Allgatherv (ring).
-pub unsafe fn allgatherv(c: &Ctx, b: Bufs, counts: *const c_int, displs: *const c_int) -> R {
+pub async unsafe fn allgatherv(c: &Ctx, b: Bufs, counts: *const c_int, displs: *const c_int) -> R {
     let (p, r) = (c.p(), c.r());
     let rt = Ty::of(b.rdt);
     let at = |i: usize| {
@@ -665,14 +671,15 @@ pub unsafe fn allgatherv(c: &Ctx, b: Bufs, counts: *const c_int, displs: *const 
     let (left, right) = ((r + p - 1) % p, (r + 1) % p);
     for k in 0..p - 1 {
         let (sb, rb) = ((r + p - k) % p, (r + 2 * p - k - 1) % p);
-        c.sendrecv(at(sb), cnt(sb), b.rdt, right, at(rb), cnt(rb), b.rdt, left)?;
+        c.sendrecv(at(sb), cnt(sb), b.rdt, right, at(rb), cnt(rb), b.rdt, left)
+            .await?;
     }
     Ok(())
 }
 
 // ----------------------------------------------------------------- Alltoall
 
-pub unsafe fn alltoall(c: &Ctx, alg: Alg, b: Bufs) -> R {
+pub async unsafe fn alltoall(c: &Ctx, alg: Alg, b: Bufs) -> R {
     let (p, r) = (c.p(), c.r());
     let rt = Ty::of(b.rdt);
     let mut saved = None;
@@ -710,7 +717,7 @@ pub unsafe fn alltoall(c: &Ctx, alg: Alg, b: Bufs) -> R {
             for i in (1..p).map(|i| (r + i) % p) {
                 c.isend(st.at(b.sbuf, i * sn), sn, b.sdt, i, &mut reqs)?;
             }
-            c.waitall(&mut reqs)?;
+            c.waitall(&mut reqs).await?;
         } else {
             for i in 1..p {
                 let (to, from) = ((r + i) % p, (r + p - i) % p);
@@ -723,7 +730,8 @@ pub unsafe fn alltoall(c: &Ctx, alg: Alg, b: Bufs) -> R {
                     rn,
                     b.rdt,
                     from,
-                )?;
+                )
+                .await?;
             }
         }
     }
@@ -749,7 +757,7 @@ impl V {
 }
 
 /// Alltoallv (pairwise exchange).
-pub unsafe fn alltoallv(c: &Ctx, b: Bufs, s: V, rv: V) -> R {
+pub async unsafe fn alltoallv(c: &Ctx, b: Bufs, s: V, rv: V) -> R {
     let (p, r) = (c.p(), c.r());
     let rt = Ty::of(b.rdt);
     let mut saved = None;
@@ -795,7 +803,8 @@ pub unsafe fn alltoallv(c: &Ctx, b: Bufs, s: V, rv: V) -> R {
             rv.n(from),
             b.rdt,
             from,
-        )?;
+        )
+        .await?;
     }
     drop(saved);
     Ok(())
@@ -805,7 +814,7 @@ pub unsafe fn alltoallv(c: &Ctx, b: Bufs, s: V, rv: V) -> R {
 
 /// Reduce to rank 0 (binomial, rank order), then Scatterv from rank 0.
 /// `counts[i]` elements go to rank i.
-pub unsafe fn reduce_scatter(
+pub async unsafe fn reduce_scatter(
     c: &Ctx,
     sbuf: *const c_void,
     rbuf: *mut c_void,
@@ -829,7 +838,7 @@ pub unsafe fn reduce_scatter(
         alg: Alg::Binomial,
         seg: 0,
     };
-    reduce(c, bin, inbuf, acc.p(), total, dt, op, 0)?;
+    reduce(c, bin, inbuf, acc.p(), total, dt, op, 0).await?;
     let ci: Vec<c_int> = counts
         .iter()
         .map(|&n| super::ctx::int(n))
@@ -848,13 +857,13 @@ pub unsafe fn reduce_scatter(
         rcount: counts[r],
         rdt: dt,
     };
-    scatterv(c, b, ci.as_ptr(), di.as_ptr(), 0)
+    scatterv(c, b, ci.as_ptr(), di.as_ptr(), 0).await
 }
 
 // --------------------------------------------------------------- Scan/Exscan
 
 /// Inclusive (`exclusive == false`) or exclusive prefix reduction.
-pub unsafe fn scan(
+pub async unsafe fn scan(
     c: &Ctx,
     alg: Alg,
     sbuf: *const c_void,
@@ -881,14 +890,14 @@ pub unsafe fn scan(
     if alg == Alg::Linear {
         // Chain: rank r receives x0 op … op x(r−1) from r − 1.
         if r > 0 {
-            c.recv(tmp.p(), n, dt, r - 1)?;
+            c.recv(tmp.p(), n, dt, r - 1).await?;
             if exclusive {
                 c.copy(tmp.p(), n, dt, rbuf, n, dt)?;
             }
             reduce_local(tmp.p(), mine.p(), n, dt, op)?;
         }
         if r + 1 < p {
-            c.send(mine.p(), n, dt, r + 1)?;
+            c.send(mine.p(), n, dt, r + 1).await?;
         }
         if !exclusive {
             c.copy(mine.p(), n, dt, rbuf, n, dt)?;
@@ -907,7 +916,7 @@ pub unsafe fn scan(
     while m < p {
         let d = r ^ m;
         if d < p {
-            c.sendrecv(partial.p(), n, dt, d, tmp.p(), n, dt, d)?;
+            c.sendrecv(partial.p(), n, dt, d, tmp.p(), n, dt, d).await?;
             if r > d {
                 reduce_local(tmp.p(), partial.p(), n, dt, op)?;
                 if have {

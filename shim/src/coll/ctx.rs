@@ -6,6 +6,9 @@ use crate::abi::{self, Comm, Datatype, Op, Request, Status};
 use crate::engine::{Engine, Mode};
 use crate::real;
 use std::ffi::{c_int, c_void};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 /// An MPI error code to hand back to the application.
 pub type R<T = ()> = Result<T, c_int>;
@@ -37,12 +40,58 @@ pub const TAG_SELF: c_int = 1;
 
 /// One collective call on one communicator: the private duplicate and the
 /// engine whose point-to-point perturbs every message.
+///
+/// The algorithms are `async` so that one text serves both kinds of call.
+/// For a blocking collective (`nb == false`) every operation below is the
+/// engine's blocking call, made inside the first poll: the future never
+/// suspends and `block_on` polls it once. For a nonblocking one
+/// (`nb == true`) sends and receives are posted nonblocking and the future
+/// suspends until the engine (virtual time included) completes them; it is
+/// advanced by the progress hook in the completion calls (`nb`).
 pub struct Ctx {
     pub e: &'static Engine,
     pub comm: Comm,
     pub rank: c_int,
     pub size: c_int,
     pub tag: c_int,
+    pub nb: bool,
+}
+
+/// Completes when every request of `reqs` has completed in the emulated
+/// machine (MPI_Testall through the engine); the requests are freed.
+struct Done<'a> {
+    e: &'static Engine,
+    reqs: &'a mut Vec<Request>,
+}
+
+impl Future for Done<'_> {
+    type Output = R;
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<R> {
+        let e = self.e;
+        let reqs = &mut *self.reqs;
+        if reqs.is_empty() {
+            return Poll::Ready(Ok(()));
+        }
+        let Ok(n) = int(reqs.len()) else {
+            return Poll::Ready(Err(abi::ERR_OTHER));
+        };
+        let mut flag: c_int = 0;
+        // SAFETY: the requests are the engine's, made by this context.
+        let rc = unsafe { e.testall(n, reqs.as_mut_ptr(), &mut flag, statuses_ignore()) };
+        if rc != abi::SUCCESS {
+            reqs.clear();
+            return Poll::Ready(Err(rc));
+        }
+        if flag == 0 {
+            return Poll::Pending;
+        }
+        reqs.clear();
+        Poll::Ready(Ok(()))
+    }
+}
+
+fn statuses_ignore() -> *mut Status {
+    std::ptr::null_mut::<Status>().wrapping_byte_add(abi::STATUSES_IGNORE)
 }
 
 fn status_ignore() -> *mut Status {
@@ -57,7 +106,12 @@ impl Ctx {
         count(self.rank)
     }
 
-    pub unsafe fn send(&self, buf: *const c_void, n: usize, dt: Datatype, dest: usize) -> R {
+    pub async unsafe fn send(&self, buf: *const c_void, n: usize, dt: Datatype, dest: usize) -> R {
+        if self.nb {
+            let mut v = Vec::with_capacity(1);
+            self.isend(buf, n, dt, dest, &mut v)?;
+            return self.waitall(&mut v).await;
+        }
         chk(self.e.send(
             Mode::Standard,
             buf,
@@ -69,7 +123,12 @@ impl Ctx {
         ))
     }
 
-    pub unsafe fn recv(&self, buf: *mut c_void, n: usize, dt: Datatype, src: usize) -> R {
+    pub async unsafe fn recv(&self, buf: *mut c_void, n: usize, dt: Datatype, src: usize) -> R {
+        if self.nb {
+            let mut v = Vec::with_capacity(1);
+            self.irecv(buf, n, dt, src, &mut v)?;
+            return self.waitall(&mut v).await;
+        }
         chk(self.e.recv(
             buf,
             int(n)?,
@@ -128,9 +187,12 @@ impl Ctx {
         Ok(())
     }
 
-    pub unsafe fn waitall(&self, reqs: &mut Vec<Request>) -> R {
+    pub async unsafe fn waitall(&self, reqs: &mut Vec<Request>) -> R {
         if reqs.is_empty() {
             return Ok(());
+        }
+        if self.nb {
+            return Done { e: self.e, reqs }.await;
         }
         let rc = self
             .e
@@ -140,7 +202,7 @@ impl Ctx {
     }
 
     /// Send to `dest` and receive from `src` at once (MPI_Sendrecv).
-    pub unsafe fn sendrecv(
+    pub async unsafe fn sendrecv(
         &self,
         sbuf: *const c_void,
         sn: usize,
@@ -151,6 +213,12 @@ impl Ctx {
         rdt: Datatype,
         src: usize,
     ) -> R {
+        if self.nb {
+            let mut v = Vec::with_capacity(2);
+            self.irecv(rbuf, rn, rdt, src, &mut v)?;
+            self.isend(sbuf, sn, sdt, dest, &mut v)?;
+            return self.waitall(&mut v).await;
+        }
         chk(self.e.sendrecv(
             sbuf,
             int(sn)?,

@@ -16,18 +16,21 @@
 //! freed when the application frees the communicator (`MPI_Comm_free`,
 //! `MPI_Comm_disconnect`, wrapped here) or by `finalize`.
 //!
-//! Limits: intercommunicators are refused with one line; the nonblocking
-//! collectives (`MPI_Ibcast`, …), `MPI_Alltoallw`, the neighbourhood
-//! collectives and MPICH's large-count `_c` collectives stay native (correct
-//! but unperturbed): running a nonblocking collective to completion inside
-//! its initiating call could deadlock a correct program (one that completes
-//! a send the peer needs before it joins the collective), and progressing it
-//! in the background needs hooks in Wait/Test.
+//! The nonblocking collectives (`MPI_Ibarrier`, `MPI_Ibcast`, … one for
+//! each blocking one above) run the same algorithms as futures that the
+//! completion calls progress (`nb`); each in flight has its own tag on the
+//! private duplicate.
+//!
+//! Limits: intercommunicators are refused with one line; `MPI_Alltoallw`,
+//! the neighbourhood collectives, the persistent collectives of MPI-4 and
+//! MPICH's large-count `_c` collectives stay native (correct but
+//! unperturbed).
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 mod algo;
 mod cfg;
 mod ctx;
+pub mod nb;
 
 use crate::abi::{self, key, Comm, Datatype, Op as MpiOp};
 use crate::engine::{self, active};
@@ -43,10 +46,79 @@ use std::sync::{Mutex, OnceLock};
 
 // --------------------------------------------------------- private comms
 
+/// The private duplicate of one communicator, shared by its table entry
+/// and the nonblocking collectives that wait for it.
+struct Slot {
+    /// Boxed: MPI_Comm_idup writes it when the duplicate completes.
+    dup: Box<Comm>,
+    /// The MPI_Comm_idup in flight when the communicator's first
+    /// collective was a nonblocking one (a blocking MPI_Comm_dup inside a
+    /// nonblocking call could deadlock a correct program).
+    idup: Option<abi::Request>,
+}
+
+// SAFETY: handles are plain values usable from any thread; the slot is
+// only touched under its mutex.
+unsafe impl Send for Slot {}
+
+type SlotRef = std::sync::Arc<Mutex<Slot>>;
+
 struct Entry {
-    dup: Comm,
+    slot: SlotRef,
     rank: c_int,
     size: c_int,
+    /// Nonblocking collectives started on this communicator: each gets its
+    /// own tag, so that several in flight cannot take each other's messages.
+    seq: u32,
+}
+
+/// Tags of the nonblocking collectives: `NB_TAG0 + seq % NB_TAGS` (MPI
+/// guarantees tags up to 32767).
+const NB_TAG0: c_int = 1000;
+const NB_TAGS: u32 = 30_000;
+
+fn nb_tag(seq: u32) -> c_int {
+    NB_TAG0 + c_int::try_from(seq % NB_TAGS).unwrap_or(0)
+}
+
+/// The private duplicate once it exists: `None` while its MPI_Comm_idup
+/// is in flight (tested here, which also progresses it).
+unsafe fn dup_now(slot: &SlotRef) -> Option<R<Comm>> {
+    let mut en = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(mut r) = en.idup {
+        let mut flag: c_int = 0;
+        let st = std::ptr::null_mut::<abi::Status>().wrapping_byte_add(abi::STATUS_IGNORE);
+        let rc = real::PMPI_Test(&mut r, &mut flag, st);
+        if rc != abi::SUCCESS {
+            return Some(Err(rc));
+        }
+        if flag == 0 {
+            en.idup = Some(r);
+            return None;
+        }
+        en.idup = None;
+    }
+    Some(Ok(*en.dup))
+}
+
+/// `dup_now`, waiting (and progressing the collectives in flight).
+unsafe fn dup_wait(slot: &SlotRef) -> R<Comm> {
+    loop {
+        if let Some(r) = dup_now(slot) {
+            return r;
+        }
+        nb::progress_all();
+        std::hint::spin_loop();
+    }
+}
+
+/// `dup_now` as a future, for a nonblocking collective's first step.
+async unsafe fn dup_ready(slot: SlotRef) -> R<Comm> {
+    std::future::poll_fn(|_| match dup_now(&slot) {
+        Some(r) => std::task::Poll::Ready(r),
+        None => std::task::Poll::Pending,
+    })
+    .await
 }
 
 // SAFETY: a communicator handle is a plain value usable from any thread.
@@ -96,18 +168,36 @@ pub fn config_error() -> Option<String> {
 }
 
 /// The private duplicate of `comm` (made on first use) as a context for
-/// one collective.
-unsafe fn ctx(comm: Comm, name: &str, op: Op) -> R<Ctx> {
+/// one collective. For a nonblocking one (`nb`) the duplicate may still be
+/// in flight: its `comm` is then resolved by the job (`dup_ready`).
+unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
     let e = engine::get();
-    let tag = 100 + op as c_int;
-    if let Some(en) = comms().as_ref().and_then(|m| m.get(&key(comm))) {
-        return Ok(Ctx {
-            e,
-            comm: en.dup,
-            rank: en.rank,
-            size: en.size,
-            tag,
-        });
+    let k = key(comm);
+    let known = {
+        let mut g = comms();
+        g.as_mut().and_then(|m| m.get_mut(&k)).map(|en| {
+            let tag = if nb {
+                en.seq = en.seq.wrapping_add(1);
+                nb_tag(en.seq)
+            } else {
+                100 + op as c_int
+            };
+            (en.rank, en.size, tag, en.slot.clone())
+        })
+    };
+    if let Some((rank, size, tag, slot)) = known {
+        let dup = if nb { e.c.comm_null } else { dup_wait(&slot)? };
+        return Ok((
+            Ctx {
+                e,
+                comm: dup,
+                rank,
+                size,
+                tag,
+                nb,
+            },
+            slot,
+        ));
     }
     let mut inter: c_int = 0;
     ctx::chk(real::PMPI_Comm_test_inter(comm, &mut inter))?;
@@ -123,24 +213,80 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op) -> R<Ctx> {
             ),
         );
     }
+    let (mut rank, mut size) = (0, 1);
+    real::PMPI_Comm_rank(comm, &mut rank);
+    real::PMPI_Comm_size(comm, &mut size);
+    if nb {
+        let mut dup = Box::new(e.c.comm_null);
+        let mut req = e.c.request_null;
+        ctx::chk(real::PMPI_Comm_idup(comm, &mut *dup, &mut req))?;
+        let slot = SlotRef::new(Mutex::new(Slot {
+            dup,
+            idup: Some(req),
+        }));
+        comms().get_or_insert_with(HashMap::new).insert(
+            k,
+            Entry {
+                slot: slot.clone(),
+                rank,
+                size,
+                seq: 1,
+            },
+        );
+        return Ok((
+            Ctx {
+                e,
+                comm: e.c.comm_null,
+                rank,
+                size,
+                tag: nb_tag(1),
+                nb,
+            },
+            slot,
+        ));
+    }
     // Not under the lock: MPI_Comm_dup is collective, and another thread
     // may be making another communicator's duplicate.
     let mut dup = e.c.comm_null;
     ctx::chk(real::PMPI_Comm_dup(comm, &mut dup))?;
-    let (mut rank, mut size) = (0, 1);
-    real::PMPI_Comm_rank(dup, &mut rank);
-    real::PMPI_Comm_size(dup, &mut size);
     agree(dup, comm);
-    comms()
-        .get_or_insert_with(HashMap::new)
-        .insert(key(comm), Entry { dup, rank, size });
-    Ok(Ctx {
-        e,
-        comm: dup,
-        rank,
-        size,
-        tag,
-    })
+    let slot = SlotRef::new(Mutex::new(Slot {
+        dup: Box::new(dup),
+        idup: None,
+    }));
+    comms().get_or_insert_with(HashMap::new).insert(
+        k,
+        Entry {
+            slot: slot.clone(),
+            rank,
+            size,
+            seq: 0,
+        },
+    );
+    Ok((
+        Ctx {
+            e,
+            comm: dup,
+            rank,
+            size,
+            tag: 100 + op as c_int,
+            nb,
+        },
+        slot,
+    ))
+}
+
+/// A hash of the algorithm choices, which start-up adds to the settings
+/// every rank must share (0 when they are invalid: refused anyway).
+pub fn config_hash() -> u64 {
+    match CFG.get_or_init(|| CollCfg::from_vars(std::env::vars())) {
+        Ok(c) => {
+            let mut h = DefaultHasher::new();
+            c.hash(&mut h);
+            h.finish()
+        }
+        Err(_) => 0,
+    }
 }
 
 /// Every rank must choose the same algorithms, or the collectives would
@@ -179,8 +325,42 @@ unsafe fn agree(dup: Comm, comm: Comm) {
 /// application is freeing.
 unsafe fn forget(comm: Comm) {
     let en = comms().as_mut().and_then(|m| m.remove(&key(comm)));
-    if let Some(mut en) = en {
-        real::PMPI_Comm_free(&mut en.dup);
+    if let Some(en) = en {
+        let Ok(mut dup) = dup_wait(&en.slot) else {
+            return;
+        };
+        if nb::running() {
+            // MPI lets a communicator be freed with collectives on it still
+            // in flight; ours use the duplicate, freed when they are done.
+            deferred().push(DupComm(dup));
+        } else {
+            real::PMPI_Comm_free(&mut dup);
+        }
+    }
+}
+
+struct DupComm(Comm);
+// SAFETY: a communicator handle is a plain value usable from any thread.
+unsafe impl Send for DupComm {}
+
+static DEFERRED: Mutex<Vec<DupComm>> = Mutex::new(Vec::new());
+
+fn deferred() -> std::sync::MutexGuard<'static, Vec<DupComm>> {
+    DEFERRED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Frees the duplicates of freed communicators once no nonblocking
+/// collective is in flight (called by `nb::progress_all` and `finalize`).
+fn free_deferred() {
+    if nb::running() {
+        return;
+    }
+    let all = std::mem::take(&mut *deferred());
+    for mut d in all {
+        // SAFETY: a duplicate of ours, no longer used by any collective.
+        unsafe {
+            real::PMPI_Comm_free(&mut d.0);
+        }
     }
 }
 
@@ -189,9 +369,12 @@ unsafe fn forget(comm: Comm) {
 #[allow(dead_code)] // Wired from init::before_finalize by the engine's owner.
 pub unsafe fn finalize() {
     let all = comms().take();
-    for (_, mut en) in all.into_iter().flatten() {
-        real::PMPI_Comm_free(&mut en.dup);
+    for (_, en) in all.into_iter().flatten() {
+        if let Ok(mut dup) = dup_wait(&en.slot) {
+            real::PMPI_Comm_free(&mut dup);
+        }
     }
+    free_deferred();
 }
 
 mpi_fn!(MPI_Comm_free / PMPI_Comm_free (comm: *mut Comm) {
@@ -217,8 +400,8 @@ unsafe fn run(op: Op, name: &str, comm: Comm, f: impl FnOnce(&Ctx, Choice) -> R)
     if ch.alg == Alg::Native {
         return None;
     }
-    let c = match ctx(comm, name, op) {
-        Ok(c) => c,
+    let c = match ctx(comm, name, op, false) {
+        Ok((c, _)) => c,
         Err(rc) => return Some(rc),
     };
     Some(match f(&c, ch) {
@@ -295,7 +478,7 @@ unsafe fn invalid(comm: Comm, counts: &[c_int], root: Option<c_int>) -> bool {
 mpi_fn!(MPI_Barrier / PMPI_Barrier (comm: Comm) {
     if active() {
         if let Some(rc) = run(Op::Barrier, "MPI_Barrier", comm, |c, ch| {
-            algo::barrier(c, resolve(Op::Barrier, ch, 0, c.p()).alg)
+            nb::block_on(algo::barrier(c, resolve(Op::Barrier, ch, 0, c.p()).alg))
         }) {
             return rc;
         }
@@ -307,7 +490,7 @@ mpi_fn!(MPI_Bcast / PMPI_Bcast (buf: *mut c_void, n: c_int, dt: Datatype, root: 
     if active() && !invalid(comm, &[n], Some(root)) {
         if let Some(rc) = run(Op::Bcast, "MPI_Bcast", comm, |c, ch| {
             let ch = resolve(Op::Bcast, ch, bytes_of(n, dt), c.p());
-            algo::bcast(c, ch, buf, count(n), dt, root_of(root))
+            nb::block_on(algo::bcast(c, ch, buf, count(n), dt, root_of(root)))
         }) {
             return rc;
         }
@@ -319,7 +502,7 @@ mpi_fn!(MPI_Reduce / PMPI_Reduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_i
     if active() && !invalid(comm, &[n], Some(root)) {
         if let Some(rc) = run(Op::Reduce, "MPI_Reduce", comm, |c, ch| {
             let ch = resolve(Op::Reduce, ch, bytes_of(n, dt), c.p());
-            algo::reduce(c, ch, input(sbuf, rbuf), rbuf, count(n), dt, op, root_of(root))
+            nb::block_on(algo::reduce(c, ch, input(sbuf, rbuf), rbuf, count(n), dt, op, root_of(root)))
         }) {
             return rc;
         }
@@ -331,7 +514,7 @@ mpi_fn!(MPI_Allreduce / PMPI_Allreduce (sbuf: *const c_void, rbuf: *mut c_void, 
     if active() && !invalid(comm, &[n], None) {
         if let Some(rc) = run(Op::Allreduce, "MPI_Allreduce", comm, |c, ch| {
             let ch = resolve(Op::Allreduce, ch, bytes_of(n, dt), c.p());
-            algo::allreduce(c, ch.alg, input(sbuf, rbuf), rbuf, count(n), dt, op)
+            nb::block_on(algo::allreduce(c, ch.alg, input(sbuf, rbuf), rbuf, count(n), dt, op))
         }) {
             return rc;
         }
@@ -361,7 +544,7 @@ mpi_fn!(MPI_Gather / PMPI_Gather (sbuf: *const c_void, scount: c_int, sdt: Datat
     if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Gather, "MPI_Gather", comm, |c, ch| {
             let ch = resolve(Op::Gather, ch, 0, c.p());
-            algo::gather(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), root_of(root))
+            nb::block_on(algo::gather(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), root_of(root)))
         }) {
             return rc;
         }
@@ -373,7 +556,7 @@ mpi_fn!(MPI_Scatter / PMPI_Scatter (sbuf: *const c_void, scount: c_int, sdt: Dat
     if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Scatter, "MPI_Scatter", comm, |c, ch| {
             let ch = resolve(Op::Scatter, ch, 0, c.p());
-            algo::scatter(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), root_of(root))
+            nb::block_on(algo::scatter(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), root_of(root)))
         }) {
             return rc;
         }
@@ -385,7 +568,7 @@ mpi_fn!(MPI_Allgather / PMPI_Allgather (sbuf: *const c_void, scount: c_int, sdt:
     if active() {
         if let Some(rc) = run(Op::Allgather, "MPI_Allgather", comm, |c, ch| {
             let ch = resolve(Op::Allgather, ch, 0, c.p());
-            algo::allgather(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt))
+            nb::block_on(algo::allgather(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt)))
         }) {
             return rc;
         }
@@ -397,7 +580,7 @@ mpi_fn!(MPI_Alltoall / PMPI_Alltoall (sbuf: *const c_void, scount: c_int, sdt: D
     if active() {
         if let Some(rc) = run(Op::Alltoall, "MPI_Alltoall", comm, |c, ch| {
             let ch = resolve(Op::Alltoall, ch, 0, c.p());
-            algo::alltoall(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt))
+            nb::block_on(algo::alltoall(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt)))
         }) {
             return rc;
         }
@@ -408,7 +591,7 @@ mpi_fn!(MPI_Alltoall / PMPI_Alltoall (sbuf: *const c_void, scount: c_int, sdt: D
 mpi_fn!(MPI_Gatherv / PMPI_Gatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, root: c_int, comm: Comm) {
     if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Gatherv, "MPI_Gatherv", comm, |c, _| {
-            algo::gatherv(c, bufs(sbuf, scount, sdt, rbuf, 0, rdt), rcounts, displs, root_of(root))
+            nb::block_on(algo::gatherv(c, bufs(sbuf, scount, sdt, rbuf, 0, rdt), rcounts, displs, root_of(root)))
         }) {
             return rc;
         }
@@ -419,7 +602,7 @@ mpi_fn!(MPI_Gatherv / PMPI_Gatherv (sbuf: *const c_void, scount: c_int, sdt: Dat
 mpi_fn!(MPI_Scatterv / PMPI_Scatterv (sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm) {
     if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Scatterv, "MPI_Scatterv", comm, |c, _| {
-            algo::scatterv(c, bufs(sbuf, 0, sdt, rbuf, rcount, rdt), scounts, displs, root_of(root))
+            nb::block_on(algo::scatterv(c, bufs(sbuf, 0, sdt, rbuf, rcount, rdt), scounts, displs, root_of(root)))
         }) {
             return rc;
         }
@@ -430,7 +613,7 @@ mpi_fn!(MPI_Scatterv / PMPI_Scatterv (sbuf: *const c_void, scounts: *const c_int
 mpi_fn!(MPI_Allgatherv / PMPI_Allgatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, comm: Comm) {
     if active() {
         if let Some(rc) = run(Op::Allgatherv, "MPI_Allgatherv", comm, |c, _| {
-            algo::allgatherv(c, bufs(sbuf, scount, sdt, rbuf, 0, rdt), rcounts, displs)
+            nb::block_on(algo::allgatherv(c, bufs(sbuf, scount, sdt, rbuf, 0, rdt), rcounts, displs))
         }) {
             return rc;
         }
@@ -441,12 +624,12 @@ mpi_fn!(MPI_Allgatherv / PMPI_Allgatherv (sbuf: *const c_void, scount: c_int, sd
 mpi_fn!(MPI_Alltoallv / PMPI_Alltoallv (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Datatype, comm: Comm) {
     if active() {
         if let Some(rc) = run(Op::Alltoallv, "MPI_Alltoallv", comm, |c, _| {
-            algo::alltoallv(
+            nb::block_on(algo::alltoallv(
                 c,
                 bufs(sbuf, 0, sdt, rbuf, 0, rdt),
                 V { counts: scounts, displs: sdispls },
                 V { counts: rcounts, displs: rdispls },
-            )
+            ))
         }) {
             return rc;
         }
@@ -458,7 +641,7 @@ mpi_fn!(MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block (sbuf: *const c_voi
     if active() && !invalid(comm, &[n], None) {
         if let Some(rc) = run(Op::ReduceScatterBlock, "MPI_Reduce_scatter_block", comm, |c, _| {
             let counts = vec![count(n); c.p()];
-            algo::reduce_scatter(c, sbuf, rbuf, &counts, dt, op)
+            nb::block_on(algo::reduce_scatter(c, sbuf, rbuf, &counts, dt, op))
         }) {
             return rc;
         }
@@ -470,7 +653,7 @@ mpi_fn!(MPI_Reduce_scatter / PMPI_Reduce_scatter (sbuf: *const c_void, rbuf: *mu
     if active() {
         if let Some(rc) = run(Op::ReduceScatter, "MPI_Reduce_scatter", comm, |c, _| {
             let counts: Vec<usize> = (0..c.p()).map(|i| count(*rcounts.add(i))).collect();
-            algo::reduce_scatter(c, sbuf, rbuf, &counts, dt, op)
+            nb::block_on(algo::reduce_scatter(c, sbuf, rbuf, &counts, dt, op))
         }) {
             return rc;
         }
@@ -482,7 +665,7 @@ mpi_fn!(MPI_Scan / PMPI_Scan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, 
     if active() && !invalid(comm, &[n], None) {
         if let Some(rc) = run(Op::Scan, "MPI_Scan", comm, |c, ch| {
             let ch = resolve(Op::Scan, ch, 0, c.p());
-            algo::scan(c, ch.alg, sbuf, rbuf, count(n), dt, op, false)
+            nb::block_on(algo::scan(c, ch.alg, sbuf, rbuf, count(n), dt, op, false))
         }) {
             return rc;
         }
@@ -494,10 +677,248 @@ mpi_fn!(MPI_Exscan / PMPI_Exscan (sbuf: *const c_void, rbuf: *mut c_void, n: c_i
     if active() && !invalid(comm, &[n], None) {
         if let Some(rc) = run(Op::Exscan, "MPI_Exscan", comm, |c, ch| {
             let ch = resolve(Op::Exscan, ch, 0, c.p());
-            algo::scan(c, ch.alg, sbuf, rbuf, count(n), dt, op, true)
+            nb::block_on(algo::scan(c, ch.alg, sbuf, rbuf, count(n), dt, op, true))
         }) {
             return rc;
         }
     }
     real::PMPI_Exscan(sbuf, rbuf, n, dt, op, comm)
+});
+
+// ------------------------------------------------- nonblocking collectives
+
+/// Starts the nonblocking form of `op`: the job awaits the private
+/// duplicate, then runs `f` (which owns its context). `None` when the
+/// operation is configured `native`.
+unsafe fn start<F, Fut>(
+    op: Op,
+    name: &str,
+    comm: Comm,
+    req: *mut abi::Request,
+    f: F,
+) -> Option<c_int>
+where
+    F: FnOnce(Ctx, Choice) -> Fut + 'static,
+    Fut: std::future::Future<Output = R> + 'static,
+{
+    if req.is_null() {
+        return None;
+    }
+    let ch = config(comm).get(op);
+    if ch.alg == Alg::Native {
+        return None;
+    }
+    let (mut c, slot) = match ctx(comm, name, op, true) {
+        Ok(c) => c,
+        Err(rc) => return Some(rc),
+    };
+    let job = async move {
+        c.comm = dup_ready(slot).await?;
+        f(c, ch).await
+    };
+    Some(nb::spawn(Box::pin(job), req))
+}
+
+mpi_fn!(MPI_Ibarrier / PMPI_Ibarrier (comm: Comm, req: *mut abi::Request) {
+    if active() {
+        if let Some(rc) = start(Op::Barrier, "MPI_Ibarrier", comm, req, |c, ch| async move {
+            algo::barrier(&c, resolve(Op::Barrier, ch, 0, c.p()).alg).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ibarrier(comm, req)
+});
+
+mpi_fn!(MPI_Ibcast / PMPI_Ibcast (buf: *mut c_void, n: c_int, dt: Datatype, root: c_int, comm: Comm, req: *mut abi::Request) {
+    if active() && !invalid(comm, &[n], Some(root)) {
+        let bytes = bytes_of(n, dt);
+        if let Some(rc) = start(Op::Bcast, "MPI_Ibcast", comm, req, move |c, ch| async move {
+            let ch = resolve(Op::Bcast, ch, bytes, c.p());
+            algo::bcast(&c, ch, buf, count(n), dt, root_of(root)).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ibcast(buf, n, dt, root, comm, req)
+});
+
+mpi_fn!(MPI_Ireduce / PMPI_Ireduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, root: c_int, comm: Comm, req: *mut abi::Request) {
+    if active() && !invalid(comm, &[n], Some(root)) {
+        let bytes = bytes_of(n, dt);
+        if let Some(rc) = start(Op::Reduce, "MPI_Ireduce", comm, req, move |c, ch| async move {
+            let ch = resolve(Op::Reduce, ch, bytes, c.p());
+            algo::reduce(&c, ch, input(sbuf, rbuf), rbuf, count(n), dt, op, root_of(root)).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ireduce(sbuf, rbuf, n, dt, op, root, comm, req)
+});
+
+mpi_fn!(MPI_Iallreduce / PMPI_Iallreduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm, req: *mut abi::Request) {
+    if active() && !invalid(comm, &[n], None) {
+        let bytes = bytes_of(n, dt);
+        if let Some(rc) = start(Op::Allreduce, "MPI_Iallreduce", comm, req, move |c, ch| async move {
+            let ch = resolve(Op::Allreduce, ch, bytes, c.p());
+            algo::allreduce(&c, ch.alg, input(sbuf, rbuf), rbuf, count(n), dt, op).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Iallreduce(sbuf, rbuf, n, dt, op, comm, req)
+});
+
+mpi_fn!(MPI_Igather / PMPI_Igather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm, req: *mut abi::Request) {
+    if active() && !invalid(comm, &[], Some(root)) {
+        let b = bufs(sbuf, scount, sdt, rbuf, rcount, rdt);
+        if let Some(rc) = start(Op::Gather, "MPI_Igather", comm, req, move |c, ch| async move {
+            let ch = resolve(Op::Gather, ch, 0, c.p());
+            algo::gather(&c, ch.alg, b, root_of(root)).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Igather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, req)
+});
+
+mpi_fn!(MPI_Iscatter / PMPI_Iscatter (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm, req: *mut abi::Request) {
+    if active() && !invalid(comm, &[], Some(root)) {
+        let b = bufs(sbuf, scount, sdt, rbuf, rcount, rdt);
+        if let Some(rc) = start(Op::Scatter, "MPI_Iscatter", comm, req, move |c, ch| async move {
+            let ch = resolve(Op::Scatter, ch, 0, c.p());
+            algo::scatter(&c, ch.alg, b, root_of(root)).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Iscatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm, req)
+});
+
+mpi_fn!(MPI_Iallgather / PMPI_Iallgather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
+    if active() {
+        let b = bufs(sbuf, scount, sdt, rbuf, rcount, rdt);
+        if let Some(rc) = start(Op::Allgather, "MPI_Iallgather", comm, req, move |c, ch| async move {
+            let ch = resolve(Op::Allgather, ch, 0, c.p());
+            algo::allgather(&c, ch.alg, b).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Iallgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm, req)
+});
+
+mpi_fn!(MPI_Ialltoall / PMPI_Ialltoall (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
+    if active() {
+        let b = bufs(sbuf, scount, sdt, rbuf, rcount, rdt);
+        if let Some(rc) = start(Op::Alltoall, "MPI_Ialltoall", comm, req, move |c, ch| async move {
+            let ch = resolve(Op::Alltoall, ch, 0, c.p());
+            algo::alltoall(&c, ch.alg, b).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ialltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm, req)
+});
+
+mpi_fn!(MPI_Igatherv / PMPI_Igatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, root: c_int, comm: Comm, req: *mut abi::Request) {
+    if active() && !invalid(comm, &[], Some(root)) {
+        let b = bufs(sbuf, scount, sdt, rbuf, 0, rdt);
+        if let Some(rc) = start(Op::Gatherv, "MPI_Igatherv", comm, req, move |c, _| async move {
+            algo::gatherv(&c, b, rcounts, displs, root_of(root)).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Igatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm, req)
+});
+
+mpi_fn!(MPI_Iscatterv / PMPI_Iscatterv (sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm, req: *mut abi::Request) {
+    if active() && !invalid(comm, &[], Some(root)) {
+        let b = bufs(sbuf, 0, sdt, rbuf, rcount, rdt);
+        if let Some(rc) = start(Op::Scatterv, "MPI_Iscatterv", comm, req, move |c, _| async move {
+            algo::scatterv(&c, b, scounts, displs, root_of(root)).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Iscatterv(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm, req)
+});
+
+mpi_fn!(MPI_Iallgatherv / PMPI_Iallgatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
+    if active() {
+        let b = bufs(sbuf, scount, sdt, rbuf, 0, rdt);
+        if let Some(rc) = start(Op::Allgatherv, "MPI_Iallgatherv", comm, req, move |c, _| async move {
+            algo::allgatherv(&c, b, rcounts, displs).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Iallgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, req)
+});
+
+mpi_fn!(MPI_Ialltoallv / PMPI_Ialltoallv (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
+    if active() {
+        let b = bufs(sbuf, 0, sdt, rbuf, 0, rdt);
+        if let Some(rc) = start(Op::Alltoallv, "MPI_Ialltoallv", comm, req, move |c, _| async move {
+            algo::alltoallv(
+                &c,
+                b,
+                V { counts: scounts, displs: sdispls },
+                V { counts: rcounts, displs: rdispls },
+            )
+            .await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ialltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, req)
+});
+
+mpi_fn!(MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm, req: *mut abi::Request) {
+    if active() && !invalid(comm, &[n], None) {
+        if let Some(rc) = start(Op::ReduceScatterBlock, "MPI_Ireduce_scatter_block", comm, req, move |c, _| async move {
+            let counts = vec![count(n); c.p()];
+            algo::reduce_scatter(&c, sbuf, rbuf, &counts, dt, op).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ireduce_scatter_block(sbuf, rbuf, n, dt, op, comm, req)
+});
+
+mpi_fn!(MPI_Ireduce_scatter / PMPI_Ireduce_scatter (sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Datatype, op: MpiOp, comm: Comm, req: *mut abi::Request) {
+    if active() {
+        if let Some(rc) = start(Op::ReduceScatter, "MPI_Ireduce_scatter", comm, req, move |c, _| async move {
+            let counts: Vec<usize> = (0..c.p()).map(|i| count(*rcounts.add(i))).collect();
+            algo::reduce_scatter(&c, sbuf, rbuf, &counts, dt, op).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dt, op, comm, req)
+});
+
+mpi_fn!(MPI_Iscan / PMPI_Iscan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm, req: *mut abi::Request) {
+    if active() && !invalid(comm, &[n], None) {
+        if let Some(rc) = start(Op::Scan, "MPI_Iscan", comm, req, move |c, ch| async move {
+            let ch = resolve(Op::Scan, ch, 0, c.p());
+            algo::scan(&c, ch.alg, sbuf, rbuf, count(n), dt, op, false).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Iscan(sbuf, rbuf, n, dt, op, comm, req)
+});
+
+mpi_fn!(MPI_Iexscan / PMPI_Iexscan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm, req: *mut abi::Request) {
+    if active() && !invalid(comm, &[n], None) {
+        if let Some(rc) = start(Op::Exscan, "MPI_Iexscan", comm, req, move |c, ch| async move {
+            let ch = resolve(Op::Exscan, ch, 0, c.p());
+            algo::scan(&c, ch.alg, sbuf, rbuf, count(n), dt, op, true).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Iexscan(sbuf, rbuf, n, dt, op, comm, req)
 });

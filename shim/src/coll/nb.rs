@@ -1,0 +1,208 @@
+//! Nonblocking collectives: a collective in flight is a future (the same
+//! `async` algorithm text as the blocking one, over nonblocking sends and
+//! receives) advanced by a progress hook.
+//!
+//! The application holds a generalized request (MPI_Grequest_start; a
+//! PROC_NULL receive would not do: Open MPI hands out one shared request
+//! object for all of those), entered in the engine's request table as
+//! `Pending::Coll`, and completed (MPI_Grequest_complete) when the future
+//! finishes. Its completion returns the future's error code.
+//!
+//! Progress: MPI only promises that an operation progresses while the
+//! process is inside MPI. So every collective in flight is advanced by
+//! `progress_all`, which the engine calls from every completion call (Wait,
+//! Test and their any/all/some forms, request status), from probes, and from
+//! the loops of blocking sends and receives, which it runs nonblocking
+//! while anything is in flight: a rank blocked in MPI_Recv must still
+//! forward its part of an Ibcast the sender is waiting for, as MPI's
+//! progress rule requires.
+
+use super::ctx::R;
+use crate::abi::{self, key, Request};
+use crate::engine;
+use crate::real;
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+type Fut = Pin<Box<dyn Future<Output = R>>>;
+
+struct Job {
+    /// The application's request.
+    req: Request,
+    /// The collective; `None` once finished.
+    fut: Option<Fut>,
+    /// Its result once finished.
+    rc: Option<c_int>,
+    /// The application freed the request (MPI_Request_free): the job runs
+    /// to completion and is then forgotten.
+    orphan: bool,
+}
+
+// SAFETY: the futures hold raw pointers to application buffers and MPI
+// handles, which MPI lets any thread use; a job is only polled under its
+// own mutex.
+unsafe impl Send for Job {}
+
+/// Jobs in the order they were started (their key is the request's).
+static JOBS: Mutex<Vec<(usize, Arc<Mutex<Job>>)>> = Mutex::new(Vec::new());
+/// Jobs not yet finished: the whole cost of the hook when none is.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Set while this thread is polling jobs: a job's own completion calls
+    /// must not re-enter the hook.
+    static POLLING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn jobs() -> MutexGuard<'static, Vec<(usize, Arc<Mutex<Job>>)>> {
+    JOBS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn lock(j: &Mutex<Job>) -> MutexGuard<'_, Job> {
+    j.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// True while some nonblocking collective of this process is unfinished.
+#[inline]
+pub fn running() -> bool {
+    RUNNING.load(Ordering::Relaxed) > 0
+}
+
+/// Starts `fut` as the nonblocking collective of request `*req`, and
+/// advances it once (so that its first messages leave in the initiating
+/// call, as a native library's would).
+pub unsafe fn spawn(fut: Fut, req: *mut Request) -> c_int {
+    let e = engine::get();
+    let rc = engine::start_grequest(req);
+    if rc != abi::SUCCESS {
+        return rc;
+    }
+    let k = key(*req);
+    e.track_coll(*req);
+    let job = Arc::new(Mutex::new(Job {
+        req: *req,
+        fut: Some(fut),
+        rc: None,
+        orphan: false,
+    }));
+    RUNNING.fetch_add(1, Ordering::Relaxed);
+    jobs().push((k, job));
+    progress_all();
+    abi::SUCCESS
+}
+
+/// Polls `j` once unless it is finished or another thread is polling it.
+/// True when it finished in this call.
+fn poll_job(j: &Mutex<Job>) -> bool {
+    let Ok(mut g) = j.try_lock() else {
+        return false;
+    };
+    let Some(fut) = g.fut.as_mut() else {
+        return false;
+    };
+    let mut cx = Context::from_waker(Waker::noop());
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Pending => false,
+        Poll::Ready(r) => {
+            g.fut = None;
+            // SAFETY: the request is the generalized request of this job,
+            // not yet completed.
+            unsafe {
+                real::PMPI_Grequest_complete(g.req);
+            }
+            g.rc = Some(match r {
+                Ok(()) => abi::SUCCESS,
+                Err(rc) => rc,
+            });
+            RUNNING.fetch_sub(1, Ordering::Relaxed);
+            true
+        }
+    }
+}
+
+/// Advances every unfinished collective once, oldest first. Re-entry from
+/// inside a job on the same thread is a no-op.
+pub fn progress_all() {
+    if !running() || POLLING.with(|p| p.replace(true)) {
+        return;
+    }
+    let snapshot: Vec<(usize, Arc<Mutex<Job>>)> = jobs()
+        .iter()
+        .filter(|(_, j)| j.try_lock().is_ok_and(|g| g.fut.is_some()))
+        .cloned()
+        .collect();
+    let mut orphans_done = false;
+    for (_, j) in &snapshot {
+        if poll_job(j) && lock(j).orphan {
+            orphans_done = true;
+        }
+    }
+    if orphans_done {
+        jobs().retain(|(_, j)| {
+            let g = lock(j);
+            !(g.orphan && g.fut.is_none())
+        });
+    }
+    if !running() {
+        super::free_deferred();
+    }
+    POLLING.with(|p| p.set(false));
+}
+
+fn find(k: usize) -> Option<Arc<Mutex<Job>>> {
+    jobs().iter().find(|(x, _)| *x == k).map(|(_, j)| j.clone())
+}
+
+/// Advances everything and tells whether the job of request key `k` has
+/// finished (a job that is not known counts as finished).
+pub fn done(k: usize) -> bool {
+    progress_all();
+    find(k).is_none_or(|j| lock(&j).fut.is_none())
+}
+
+/// The result of the finished job of `k`, which is forgotten.
+pub fn finish(k: usize) -> c_int {
+    let mut all = jobs();
+    let Some(i) = all.iter().position(|(x, _)| *x == k) else {
+        return abi::SUCCESS;
+    };
+    let (_, j) = all.remove(i);
+    drop(all);
+    let g = lock(&j);
+    g.rc.unwrap_or(abi::SUCCESS)
+}
+
+/// The application freed the request of `k`: let the job finish on its
+/// own (progressed like the others) and forget it then.
+pub fn orphan(k: usize) {
+    if let Some(j) = find(k) {
+        let finished = {
+            let mut g = lock(&j);
+            g.orphan = true;
+            g.fut.is_none()
+        };
+        if finished {
+            finish(k);
+        }
+    }
+}
+
+/// Runs a collective to completion in the calling thread (the blocking
+/// calls). Their futures never suspend (see `Ctx`), so this polls once;
+/// the loop is for safety only.
+pub fn block_on<F: Future<Output = R>>(f: F) -> R {
+    let mut f = std::pin::pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(r) = f.as_mut().poll(&mut cx) {
+            return r;
+        }
+        progress_all();
+        std::hint::spin_loop();
+    }
+}
