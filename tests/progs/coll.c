@@ -52,6 +52,7 @@ static int nb_done(int rc) {
 #define MPI_Allgatherv(...) nb_done(MPI_Iallgatherv(__VA_ARGS__, &nb_r))
 #define MPI_Alltoall(...) nb_done(MPI_Ialltoall(__VA_ARGS__, &nb_r))
 #define MPI_Alltoallv(...) nb_done(MPI_Ialltoallv(__VA_ARGS__, &nb_r))
+#define MPI_Alltoallw(...) nb_done(MPI_Ialltoallw(__VA_ARGS__, &nb_r))
 #define MPI_Reduce_scatter(...) nb_done(MPI_Ireduce_scatter(__VA_ARGS__, &nb_r))
 #define MPI_Reduce_scatter_block(...) nb_done(MPI_Ireduce_scatter_block(__VA_ARGS__, &nb_r))
 #define MPI_Scan(...) nb_done(MPI_Iscan(__VA_ARGS__, &nb_r))
@@ -404,6 +405,53 @@ static void check_v(MPI_Comm comm, int p, int r) {
     }
   }
   free(counts), free(displs), free(s), free(d), free(sc), free(sd), free(rc), free(rd), free(as), free(ar);
+  /* alltoallw: to rank q, (r+q)%3+1 elements of MPI_INT when q is even and
+   * of VEC_T (2 ints, a hole) when q is odd (in place: when r+q is odd);
+   * byte displacements with a one-int gap. Then in place. */
+  for (int inplace = 0; inplace < 2; inplace++) {
+    int *wc = malloc(sizeof(int) * (size_t)p), *wsd = malloc(sizeof(int) * (size_t)p);
+    int *wrc = malloc(sizeof(int) * (size_t)p), *wrd = malloc(sizeof(int) * (size_t)p);
+    MPI_Datatype *wst = malloc(sizeof(MPI_Datatype) * (size_t)p), *wrt = malloc(sizeof(MPI_Datatype) * (size_t)p);
+    int so = 0, ro = 0;
+    for (int q = 0; q < p; q++) {
+      /* what r sends to q and receives from q (same shape when in place) */
+      /* in place, both sides use the receive layout: the parity of r+q */
+      int odd_s = inplace ? (r + q) % 2 : q % 2, odd_r = inplace ? (r + q) % 2 : r % 2;
+      wc[q] = (r + q) % 3 + 1, wst[q] = odd_s ? VEC_T : MPI_INT;
+      wrc[q] = inplace ? wc[q] : (q + r) % 3 + 1, wrt[q] = odd_r ? VEC_T : MPI_INT;
+      wsd[q] = so, so += (int)sizeof(int) * (wc[q] * (odd_s ? 4 : 1) + 1);
+      wrd[q] = ro, ro += (int)sizeof(int) * (wrc[q] * (odd_r ? 4 : 1) + 1);
+    }
+    if (inplace)
+      for (int q = 0; q < p; q++) CHECK(wrd[q] == wsd[q], "in-place layout");
+    int *ws = ialloc((size_t)so / sizeof(int) + 1, SENT), *wr = ialloc((size_t)ro / sizeof(int) + 1, SENT);
+    int *src = inplace ? wr : ws;
+    for (int q = 0; q < p; q++) {
+      int *blk = src + wsd[q] / (int)sizeof(int);
+      for (int e = 0; e < wc[q]; e++) {
+        if (wst[q] == VEC_T) blk[4 * e] = ival(r * p + q, 2 * e), blk[4 * e + 2] = ival(r * p + q, 2 * e + 1);
+        else blk[e] = ival(r * p + q, 2 * e);
+      }
+    }
+    if (inplace)
+      MPI_OK(MPI_Alltoallw(MPI_IN_PLACE, NULL, NULL, NULL, wr, wrc, wrd, wrt, comm));
+    else
+      MPI_OK(MPI_Alltoallw(ws, wc, wsd, wst, wr, wrc, wrd, wrt, comm));
+    for (int q = 0; q < p; q++) {
+      int *blk = wr + wrd[q] / (int)sizeof(int), odd = wrt[q] == VEC_T;
+      for (int e = 0; e < wrc[q]; e++) {
+        if (odd) {
+          CHECK(blk[4 * e] == ival(q * p + r, 2 * e) && blk[4 * e + 2] == ival(q * p + r, 2 * e + 1),
+                "alltoallw (in place %d) from %d element %d", inplace, q, e);
+          if (!inplace) CHECK(blk[4 * e + 1] == SENT && blk[4 * e + 3] == SENT, "alltoallw wrote a hole");
+        } else {
+          CHECK(blk[e] == ival(q * p + r, 2 * e), "alltoallw (in place %d) from %d element %d", inplace, q, e);
+        }
+      }
+      CHECK(blk[wrc[q] * (odd ? 4 : 1)] == SENT, "alltoallw wrote a gap");
+    }
+    free(wc), free(wsd), free(wrc), free(wrd), free(wst), free(wrt), free(ws), free(wr);
+  }
 }
 
 /* Doubles: MAX bit-identical; SUM of exactly representable values exact. */

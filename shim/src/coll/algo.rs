@@ -810,6 +810,114 @@ pub async unsafe fn alltoallv(c: &Ctx, b: Bufs, s: V, rv: V) -> R {
     Ok(())
 }
 
+/// Counts, displacements in bytes and types of one side of Alltoallw.
+#[derive(Clone, Copy)]
+pub struct W {
+    pub counts: *const c_int,
+    pub displs: *const c_int,
+    pub types: *const Datatype,
+}
+
+impl W {
+    unsafe fn n(&self, i: usize) -> usize {
+        count(*self.counts.add(i))
+    }
+    unsafe fn t(&self, i: usize) -> Datatype {
+        *self.types.add(i)
+    }
+    unsafe fn at(&self, buf: *const c_void, i: usize) -> *mut c_void {
+        buf.cast_mut()
+            .wrapping_byte_offset(*self.displs.add(i) as isize)
+    }
+}
+
+/// Alltoallw (pairwise exchange, one datatype per block).
+pub async unsafe fn alltoallw(c: &Ctx, sbuf: *const c_void, s: W, rbuf: *mut c_void, rw: W) -> R {
+    let (p, r) = (c.p(), c.r());
+    // In place: each block of rbuf is sent from a copy of itself.
+    let mut saved: Vec<Tmp> = Vec::new();
+    let inplace = in_place(sbuf);
+    let mut send: Vec<(*const c_void, usize, Datatype)> = Vec::with_capacity(p);
+    for i in 0..p {
+        if inplace {
+            let (n, t) = (rw.n(i), rw.t(i));
+            let mut tmp = Tmp::new(&Ty::of(t), n);
+            c.copy(rw.at(rbuf, i), n, t, tmp.p(), n, t)?;
+            send.push((tmp.p().cast_const(), n, t));
+            saved.push(tmp);
+        } else {
+            send.push((s.at(sbuf, i).cast_const(), s.n(i), s.t(i)));
+        }
+    }
+    let (sp, sn, st) = send[r];
+    c.copy(sp, sn, st, rw.at(rbuf, r), rw.n(r), rw.t(r))?;
+    for i in 1..p {
+        let (to, from) = ((r + i) % p, (r + p - i) % p);
+        let (sp, sn, st) = send[to];
+        c.sendrecv(
+            sp,
+            sn,
+            st,
+            to,
+            rw.at(rbuf, from),
+            rw.n(from),
+            rw.t(from),
+            from,
+        )
+        .await?;
+    }
+    drop(saved);
+    Ok(())
+}
+
+// ------------------------------------------------------------ Neighbourhood
+
+/// One block of a neighbourhood collective: `n × dt` at `p`.
+#[derive(Clone, Copy)]
+pub struct Blk {
+    pub p: *mut c_void,
+    pub n: usize,
+    pub dt: Datatype,
+}
+
+/// A neighbourhood collective (MPI-3.1 §7.6): block `i` of `sends` to
+/// destination `dst[i]`, block `j` of `recvs` from source `src[j]`, all at
+/// once (MPI_PROC_NULL neighbours skipped).
+///
+/// Matching with one tag relies on order: a rank sends to its destinations
+/// in index order, so a receiver posts, per source, in the order of the
+/// sender's indices. For a Cartesian topology the block a rank sends in
+/// direction i (2d: −, 2d+1: +) lands in its neighbour's slot i ^ 1, so
+/// slots are posted in the order 1, 0, 3, 2, …: right even where one rank
+/// is the neighbour on both sides (a periodic dimension of size 1 or 2).
+/// Graph topologies are taken in list order.
+pub async unsafe fn neighbor(
+    c: &Ctx,
+    src: &[c_int],
+    dst: &[c_int],
+    cart: bool,
+    recvs: &[Blk],
+    sends: &[Blk],
+) -> R {
+    let mut reqs: Vec<Request> = Vec::with_capacity(src.len() + dst.len());
+    for k in 0..src.len() {
+        let j = if cart && src.len() % 2 == 0 { k ^ 1 } else { k };
+        let Ok(s) = usize::try_from(src[j]) else {
+            continue; // MPI_PROC_NULL
+        };
+        let b = recvs[j];
+        c.irecv(b.p, b.n, b.dt, s, &mut reqs)?;
+    }
+    for (i, &d) in dst.iter().enumerate() {
+        let Ok(d) = usize::try_from(d) else {
+            continue;
+        };
+        let b = sends[i];
+        c.isend(b.p, b.n, b.dt, d, &mut reqs)?;
+    }
+    c.waitall(&mut reqs).await
+}
+
 // ------------------------------------------------------ Reduce_scatter(_block)
 
 /// Reduce to rank 0 (binomial, rank order), then Scatterv from rank 0.

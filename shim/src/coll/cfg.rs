@@ -83,9 +83,12 @@ pub enum Op {
     ReduceScatter,
     Scan,
     Exscan,
+    Alltoallw,
+    /// The five neighbourhood collectives.
+    Neighbor,
 }
 
-pub const N_OPS: usize = 16;
+pub const N_OPS: usize = 18;
 
 /// Per operation: its variable, the algorithms it accepts, whether a
 /// segment size is accepted.
@@ -192,6 +195,18 @@ const SPECS: [Spec; N_OPS] = [
         op: Op::Exscan,
         var: "LOGGP_COLL_EXSCAN",
         algs: &[RecursiveDoubling, Linear],
+        seg: false,
+    },
+    Spec {
+        op: Op::Alltoallw,
+        var: "LOGGP_COLL_ALLTOALLW",
+        algs: &[Pairwise],
+        seg: false,
+    },
+    Spec {
+        op: Op::Neighbor,
+        var: "LOGGP_COLL_NEIGHBOR",
+        algs: &[Linear],
         seg: false,
     },
 ];

@@ -21,10 +21,13 @@
 //! completion calls progress (`nb`); each in flight has its own tag on the
 //! private duplicate.
 //!
-//! Limits: intercommunicators are refused with one line; `MPI_Alltoallw`,
-//! the neighbourhood collectives, the persistent collectives of MPI-4 and
-//! MPICH's large-count `_c` collectives stay native (correct but
-//! unperturbed).
+//! The neighbourhood collectives (`MPI_Neighbor_*`, `MPI_Ineighbor_*`) on
+//! Cartesian, graph and distributed-graph communicators post every send and
+//! receive at once (`algo::neighbor`).
+//!
+//! Limits: intercommunicators are refused with one line; the persistent
+//! collectives of MPI-4 and MPICH's large-count `_c` collectives stay
+//! native (correct but unperturbed).
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 mod algo;
@@ -36,7 +39,7 @@ use crate::abi::{self, key, Comm, Datatype, Op as MpiOp};
 use crate::engine::{self, active};
 use crate::log;
 use crate::real;
-use algo::{Bufs, V};
+use algo::{Blk, Bufs, V, W};
 use cfg::{Alg, Choice, CollCfg, Op};
 use ctx::{count, Ctx, R};
 use std::collections::HashMap;
@@ -430,6 +433,8 @@ fn resolve(op: Op, ch: Choice, bytes: usize, p: usize) -> Choice {
         Op::Allgather | Op::Allgatherv => plain(Alg::Ring),
         Op::Alltoall | Op::Alltoallv => plain(Alg::Pairwise),
         Op::Gatherv | Op::Scatterv => plain(Alg::Linear),
+        Op::Alltoallw => plain(Alg::Pairwise),
+        Op::Neighbor => plain(Alg::Linear),
         Op::ReduceScatterBlock | Op::ReduceScatter => plain(Alg::ReduceScatter),
     }
 }
@@ -921,4 +926,351 @@ mpi_fn!(MPI_Iexscan / PMPI_Iexscan (sbuf: *const c_void, rbuf: *mut c_void, n: c
         }
     }
     real::PMPI_Iexscan(sbuf, rbuf, n, dt, op, comm, req)
+});
+
+mpi_fn!(MPI_Alltoallw / PMPI_Alltoallw (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, stypes: *const Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rtypes: *const Datatype, comm: Comm) {
+    if active() {
+        let (s, r) = (
+            W { counts: scounts, displs: sdispls, types: stypes },
+            W { counts: rcounts, displs: rdispls, types: rtypes },
+        );
+        if let Some(rc) = run(Op::Alltoallw, "MPI_Alltoallw", comm, |c, _| {
+            nb::block_on(algo::alltoallw(c, sbuf, s, rbuf, r))
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm)
+});
+
+mpi_fn!(MPI_Ialltoallw / PMPI_Ialltoallw (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, stypes: *const Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rtypes: *const Datatype, comm: Comm, req: *mut abi::Request) {
+    if active() {
+        let (s, r) = (
+            W { counts: scounts, displs: sdispls, types: stypes },
+            W { counts: rcounts, displs: rdispls, types: rtypes },
+        );
+        if let Some(rc) = start(Op::Alltoallw, "MPI_Ialltoallw", comm, req, move |c, _| async move {
+            algo::alltoallw(&c, sbuf, s, rbuf, r).await
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ialltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, req)
+});
+
+// ------------------------------------------------ neighbourhood collectives
+
+/// The neighbours of a topology communicator in the standard's order
+/// (MPI-3.1 §7.6); `None` when `comm` has no topology (the library then
+/// reports the error).
+struct Nbrs {
+    src: Vec<c_int>,
+    dst: Vec<c_int>,
+    cart: bool,
+}
+
+unsafe fn neighbours(comm: Comm) -> Option<Nbrs> {
+    let mut kind: c_int = abi::UNDEFINED;
+    if real::PMPI_Topo_test(comm, &mut kind) != abi::SUCCESS {
+        return None;
+    }
+    if kind == abi::CART {
+        let mut nd: c_int = 0;
+        real::PMPI_Cartdim_get(comm, &mut nd);
+        let mut v = Vec::new();
+        for d in 0..nd {
+            let (mut s, mut t) = (abi::PROC_NULL, abi::PROC_NULL);
+            real::PMPI_Cart_shift(comm, d, 1, &mut s, &mut t);
+            v.push(s);
+            v.push(t);
+        }
+        Some(Nbrs {
+            src: v.clone(),
+            dst: v,
+            cart: true,
+        })
+    } else if kind == abi::GRAPH {
+        let (mut r, mut n): (c_int, c_int) = (0, 0);
+        real::PMPI_Comm_rank(comm, &mut r);
+        real::PMPI_Graph_neighbors_count(comm, r, &mut n);
+        let mut v = vec![0; count(n).max(1)];
+        real::PMPI_Graph_neighbors(comm, r, n, v.as_mut_ptr());
+        v.truncate(count(n));
+        Some(Nbrs {
+            src: v.clone(),
+            dst: v,
+            cart: false,
+        })
+    } else if kind == abi::DIST_GRAPH {
+        let (mut i, mut o, mut w): (c_int, c_int, c_int) = (0, 0, 0);
+        real::PMPI_Dist_graph_neighbors_count(comm, &mut i, &mut o, &mut w);
+        let (ni, no) = (count(i), count(o));
+        let (mut src, mut sw) = (vec![0; ni.max(1)], vec![0; ni.max(1)]);
+        let (mut dst, mut dw) = (vec![0; no.max(1)], vec![0; no.max(1)]);
+        real::PMPI_Dist_graph_neighbors(
+            comm,
+            i,
+            src.as_mut_ptr(),
+            sw.as_mut_ptr(),
+            o,
+            dst.as_mut_ptr(),
+            dw.as_mut_ptr(),
+        );
+        src.truncate(ni);
+        dst.truncate(no);
+        Some(Nbrs {
+            src,
+            dst,
+            cart: false,
+        })
+    } else {
+        None
+    }
+}
+
+/// The blocks of one side: `n(i) × dt(i)` at `at(i)` for each neighbour.
+fn blocks(
+    k: usize,
+    at: impl Fn(usize) -> *mut c_void,
+    n: impl Fn(usize) -> usize,
+    dt: impl Fn(usize) -> Datatype,
+) -> Vec<Blk> {
+    (0..k)
+        .map(|i| Blk {
+            p: at(i),
+            n: n(i),
+            dt: dt(i),
+        })
+        .collect()
+}
+
+/// Runs (blocking, `req` null) or starts a neighbourhood collective over
+/// the blocks that `mk` lays out for the neighbours; `None`: go native.
+unsafe fn neighbor(
+    name: &str,
+    comm: Comm,
+    req: *mut abi::Request,
+    mk: impl FnOnce(&Nbrs) -> (Vec<Blk>, Vec<Blk>),
+) -> Option<c_int> {
+    let nb = neighbours(comm)?;
+    let (recvs, sends) = mk(&nb);
+    if req.is_null() {
+        run(Op::Neighbor, name, comm, |c, _| {
+            nb::block_on(algo::neighbor(c, &nb.src, &nb.dst, nb.cart, &recvs, &sends))
+        })
+    } else {
+        start(Op::Neighbor, name, comm, req, move |c, _| async move {
+            algo::neighbor(&c, &nb.src, &nb.dst, nb.cart, &recvs, &sends).await
+        })
+    }
+}
+
+unsafe fn allgather_blocks(
+    nb: &Nbrs,
+    sbuf: *const c_void,
+    scount: c_int,
+    sdt: Datatype,
+    recv: impl Fn(usize) -> (*mut c_void, usize),
+    rdt: Datatype,
+) -> (Vec<Blk>, Vec<Blk>) {
+    let recvs = blocks(nb.src.len(), |j| recv(j).0, |j| recv(j).1, |_| rdt);
+    let sends = blocks(
+        nb.dst.len(),
+        |_| sbuf.cast_mut(),
+        |_| count(scount),
+        |_| sdt,
+    );
+    (recvs, sends)
+}
+
+mpi_fn!(MPI_Neighbor_allgather / PMPI_Neighbor_allgather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm) {
+    if active() {
+        let rt = ctx::Ty::of(rdt);
+        if let Some(rc) = neighbor("MPI_Neighbor_allgather", comm, std::ptr::null_mut(), |nb| {
+            allgather_blocks(nb, sbuf, scount, sdt, |j| (rt.at(rbuf, j * count(rcount)), count(rcount)), rdt)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Neighbor_allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm)
+});
+
+mpi_fn!(MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
+    if active() && !req.is_null() {
+        let rt = ctx::Ty::of(rdt);
+        if let Some(rc) = neighbor("MPI_Ineighbor_allgather", comm, req, |nb| {
+            allgather_blocks(nb, sbuf, scount, sdt, |j| (rt.at(rbuf, j * count(rcount)), count(rcount)), rdt)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ineighbor_allgather(sbuf, scount, sdt, rbuf, rcount, rdt, comm, req)
+});
+
+mpi_fn!(MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, comm: Comm) {
+    if active() {
+        let rt = ctx::Ty::of(rdt);
+        if let Some(rc) = neighbor("MPI_Neighbor_allgatherv", comm, std::ptr::null_mut(), |nb| {
+            allgather_blocks(nb, sbuf, scount, sdt, |j| {
+                (rt.at(rbuf, 0).wrapping_byte_offset((*displs.add(j) as isize).wrapping_mul(rt.ext)), count(*rcounts.add(j)))
+            }, rdt)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Neighbor_allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm)
+});
+
+mpi_fn!(MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
+    if active() && !req.is_null() {
+        let rt = ctx::Ty::of(rdt);
+        if let Some(rc) = neighbor("MPI_Ineighbor_allgatherv", comm, req, |nb| {
+            allgather_blocks(nb, sbuf, scount, sdt, |j| {
+                (rt.at(rbuf, 0).wrapping_byte_offset((*displs.add(j) as isize).wrapping_mul(rt.ext)), count(*rcounts.add(j)))
+            }, rdt)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ineighbor_allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, req)
+});
+
+/// Blocks of Neighbor_alltoall(v): element offsets `soff(i)`/`roff(j)`.
+unsafe fn alltoall_blocks(
+    nb: &Nbrs,
+    sbuf: *const c_void,
+    sdt: Datatype,
+    send: impl Fn(usize) -> (isize, usize),
+    rbuf: *mut c_void,
+    rdt: Datatype,
+    recv: impl Fn(usize) -> (isize, usize),
+) -> (Vec<Blk>, Vec<Blk>) {
+    let (st, rt) = (ctx::Ty::of(sdt), ctx::Ty::of(rdt));
+    let recvs = blocks(
+        nb.src.len(),
+        |j| rbuf.wrapping_byte_offset(recv(j).0.wrapping_mul(rt.ext)),
+        |j| recv(j).1,
+        |_| rdt,
+    );
+    let sends = blocks(
+        nb.dst.len(),
+        |i| {
+            sbuf.cast_mut()
+                .wrapping_byte_offset(send(i).0.wrapping_mul(st.ext))
+        },
+        |i| send(i).1,
+        |_| sdt,
+    );
+    (recvs, sends)
+}
+
+mpi_fn!(MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm) {
+    if active() {
+        let (sn, rn) = (count(scount), count(rcount));
+        if let Some(rc) = neighbor("MPI_Neighbor_alltoall", comm, std::ptr::null_mut(), |nb| {
+            alltoall_blocks(nb, sbuf, sdt, |i| ((i * sn) as isize, sn), rbuf, rdt, |j| ((j * rn) as isize, rn))
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Neighbor_alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm)
+});
+
+mpi_fn!(MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
+    if active() && !req.is_null() {
+        let (sn, rn) = (count(scount), count(rcount));
+        if let Some(rc) = neighbor("MPI_Ineighbor_alltoall", comm, req, |nb| {
+            alltoall_blocks(nb, sbuf, sdt, |i| ((i * sn) as isize, sn), rbuf, rdt, |j| ((j * rn) as isize, rn))
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ineighbor_alltoall(sbuf, scount, sdt, rbuf, rcount, rdt, comm, req)
+});
+
+mpi_fn!(MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Datatype, comm: Comm) {
+    if active() {
+        if let Some(rc) = neighbor("MPI_Neighbor_alltoallv", comm, std::ptr::null_mut(), |nb| {
+            alltoall_blocks(
+                nb,
+                sbuf,
+                sdt,
+                |i| (*sdispls.add(i) as isize, count(*scounts.add(i))),
+                rbuf,
+                rdt,
+                |j| (*rdispls.add(j) as isize, count(*rcounts.add(j))),
+            )
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Neighbor_alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm)
+});
+
+mpi_fn!(MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
+    if active() && !req.is_null() {
+        if let Some(rc) = neighbor("MPI_Ineighbor_alltoallv", comm, req, |nb| {
+            alltoall_blocks(
+                nb,
+                sbuf,
+                sdt,
+                |i| (*sdispls.add(i) as isize, count(*scounts.add(i))),
+                rbuf,
+                rdt,
+                |j| (*rdispls.add(j) as isize, count(*rcounts.add(j))),
+            )
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ineighbor_alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, req)
+});
+
+/// Blocks of Neighbor_alltoallw: byte displacements, a type per block.
+unsafe fn alltoallw_blocks(
+    nb: &Nbrs,
+    sbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const abi::Aint,
+    stypes: *const Datatype,
+    rbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const abi::Aint,
+    rtypes: *const Datatype,
+) -> (Vec<Blk>, Vec<Blk>) {
+    let recvs = blocks(
+        nb.src.len(),
+        |j| rbuf.wrapping_byte_offset(*rdispls.add(j)),
+        |j| count(*rcounts.add(j)),
+        |j| *rtypes.add(j),
+    );
+    let sends = blocks(
+        nb.dst.len(),
+        |i| sbuf.cast_mut().wrapping_byte_offset(*sdispls.add(i)),
+        |i| count(*scounts.add(i)),
+        |i| *stypes.add(i),
+    );
+    (recvs, sends)
+}
+
+mpi_fn!(MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw (sbuf: *const c_void, scounts: *const c_int, sdispls: *const abi::Aint, stypes: *const Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const abi::Aint, rtypes: *const Datatype, comm: Comm) {
+    if active() {
+        if let Some(rc) = neighbor("MPI_Neighbor_alltoallw", comm, std::ptr::null_mut(), |nb| {
+            alltoallw_blocks(nb, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Neighbor_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm)
+});
+
+mpi_fn!(MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw (sbuf: *const c_void, scounts: *const c_int, sdispls: *const abi::Aint, stypes: *const Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const abi::Aint, rtypes: *const Datatype, comm: Comm, req: *mut abi::Request) {
+    if active() && !req.is_null() {
+        if let Some(rc) = neighbor("MPI_Ineighbor_alltoallw", comm, req, |nb| {
+            alltoallw_blocks(nb, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes)
+        }) {
+            return rc;
+        }
+    }
+    real::PMPI_Ineighbor_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, req)
 });
