@@ -71,8 +71,19 @@ fn large_count_calls_feel_l_mpich() {
         let out = job(Via::Loggp, &[("LOGGP_L", "+20us")], "c");
         out.expect_pass("mpi4: PASS");
         let (s, s_p10) = (out.num("half_rtt_us"), out.num("half_rtt_us_p10"));
+        // MPI_Allreduce_c runs the shim's recursive doubling: one exchange
+        // at np = 2, so +20 us.
+        let (ca, cn) = (out.num("allreduce_c_us"), native.num("allreduce_c_us_min"));
+        if ca - cn < 19.8 {
+            return Err(format!(
+                "MPI_Allreduce_c native min {cn:.3} us, with L=+20us median {ca:.3} us: \
+                 expected >= native min + 20"
+            ));
+        }
         if s - n_min >= 19.8 && s_p10 - n_min < 40.0 {
-            Ok(format!("native {n_med:.3} us, L=+20us {s:.3} us"))
+            Ok(format!(
+                "native {n_med:.3} us, L=+20us {s:.3} us; MPI_Allreduce_c {cn:.3} -> {ca:.3} us"
+            ))
         } else {
             Err(format!(
                 "large-count half round trip native {n_med:.3} us (min {n_min:.3}), with \

@@ -215,3 +215,27 @@ reals! {
     fn PMPI_Iscan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
     fn PMPI_Iexscan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
 }
+
+// MPICH's large-count collectives (shim/src/coll/large.rs).
+reals! {
+    fn PMPI_Bcast_c(buf: *mut c_void, n: Count, dt: Datatype, root: c_int, comm: Comm);
+    fn PMPI_Ibcast_c(buf: *mut c_void, n: Count, dt: Datatype, root: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Reduce_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, root: c_int, comm: Comm);
+    fn PMPI_Ireduce_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, root: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Allreduce_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, comm: Comm);
+    fn PMPI_Iallreduce_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
+    fn PMPI_Gather_c(sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm);
+    fn PMPI_Igather_c(sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Scatter_c(sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm);
+    fn PMPI_Iscatter_c(sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm, req: *mut Request);
+    fn PMPI_Allgather_c(sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm);
+    fn PMPI_Iallgather_c(sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm, req: *mut Request);
+    fn PMPI_Alltoall_c(sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm);
+    fn PMPI_Ialltoall_c(sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm, req: *mut Request);
+    fn PMPI_Reduce_scatter_block_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, comm: Comm);
+    fn PMPI_Ireduce_scatter_block_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
+    fn PMPI_Scan_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, comm: Comm);
+    fn PMPI_Iscan_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
+    fn PMPI_Exscan_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, comm: Comm);
+    fn PMPI_Iexscan_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
+}

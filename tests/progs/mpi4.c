@@ -12,7 +12,10 @@
  *   2. timing: an 8-byte MPI_Send_c / MPI_Recv_c ping-pong; rank 0 prints
  *      "mpi4: large-count half_rtt_us=<median> ..._p10 ..._min n=N"; with
  *      LOGGP_L=+20us the test expects it raised by 20 us;
- *   3. MPI_Isendrecv and MPI_Isendrecv_replace exchange the right data.
+ *   3. MPI_Isendrecv and MPI_Isendrecv_replace exchange the right data;
+ *   4. large-count collectives (MPI_Allreduce_c, MPI_Bcast_c,
+ *      MPI_Ialltoall_c) give the right results; the slower rank's time in
+ *      MPI_Allreduce_c: "mpi4: large-count collective allreduce_c_us=...".
  * Prints "mpi4: PASS" on rank 0 at the end. On failure
  * "FAIL mpi4 rank R: ..." and a non-zero exit; a shim that refuses a call
  * must say so in one "loggp-shim:" line naming it. */
@@ -96,6 +99,34 @@ int main(int argc, char **argv) {
     put_stat("half_rtt_us", v, reps);
     printf(" n=%d\n", reps);
     fflush(stdout);
+  }
+  /* 4. Large-count collectives: results, then the time of MPI_Allreduce_c
+   * (with L=+20us the shim's recursive doubling adds 20 us at np = 2). */
+  {
+    int x[3] = {my_rank + 1, 10 * my_rank, -my_rank}, y[3] = {0, 0, 0}, z = my_rank ? -1 : 42;
+    MPI_OK(MPI_Allreduce_c(x, y, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    CHECK(y[0] == 3 && y[1] == 10 && y[2] == -1, "MPI_Allreduce_c: %d %d %d", y[0], y[1], y[2]);
+    MPI_OK(MPI_Bcast_c(&z, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    CHECK(z == 42, "MPI_Bcast_c: %d", z);
+    int a[2] = {my_rank * 2, my_rank * 2 + 1}, c[2] = {-1, -1};
+    MPI_OK(MPI_Ialltoall_c(a, 1, MPI_INT, c, 1, MPI_INT, MPI_COMM_WORLD, &r));
+    MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(c[0] == my_rank && c[1] == 2 + my_rank, "MPI_Ialltoall_c: %d %d", c[0], c[1]);
+    for (int k = -5; k < reps; k++) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = now_us();
+      MPI_OK(MPI_Allreduce_c(x, y, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+      double dt = now_us() - t0;
+      /* the slower rank's time (ranks leave a barrier apart) */
+      MPI_OK(MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+      if (k >= 0) v[k] = dt;
+    }
+    if (my_rank == 0) {
+      printf("mpi4: large-count collective");
+      put_stat("allreduce_c_us", v, reps);
+      printf("\n");
+      fflush(stdout);
+    }
   }
   /* So that the line above is out before a refusal in section 3 stops the job. */
   MPI_Barrier(MPI_COMM_WORLD);

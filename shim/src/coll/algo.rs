@@ -901,7 +901,11 @@ pub async unsafe fn neighbor(
 ) -> R {
     let mut reqs: Vec<Request> = Vec::with_capacity(src.len() + dst.len());
     for k in 0..src.len() {
-        let j = if cart && src.len().is_multiple_of(2) { k ^ 1 } else { k };
+        let j = if cart && src.len().is_multiple_of(2) {
+            k ^ 1
+        } else {
+            k
+        };
         let Ok(s) = usize::try_from(src[j]) else {
             continue; // MPI_PROC_NULL
         };

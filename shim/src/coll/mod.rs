@@ -33,6 +33,8 @@
 mod algo;
 mod cfg;
 mod ctx;
+#[cfg(mpich)]
+mod large;
 pub mod nb;
 
 use crate::abi::{self, key, Comm, Datatype, Op as MpiOp};
