@@ -91,43 +91,28 @@ static void check_topo(topo *t) {
   MPI_Datatype types[8];
   for (int nb = 0; nb < 2; nb++) {
     MPI_Request q;
-    /* allgather: the same block to every destination (so no direction). */
-    if (!t->cart || t->nout == 0) {
-      int g[B];
-      for (int k = 0; k < B; k++) g[k] = V(R, 0, 0, k);
+    /* allgather(v): the same block to every destination (so no direction
+     * to check); a MPI_PROC_NULL slot stays untouched. allgatherv puts
+     * slot j at displacement 2 + 5 j. */
+    int g[B];
+    for (int k = 0; k < B; k++) g[k] = V(R, 0, 0, k);
+    for (int j = 0; j < t->nin; j++) rcnt[j] = B, rdisp[j] = 2 + 5 * j;
+    for (int v = 0; v < 2; v++) {
       for (int i = 0; i < 64; i++) rb[i] = -1;
-      if (nb)
+      if (v == 0 && nb)
         MPI_OK(nb_wait(MPI_Ineighbor_allgather(g, B, MPI_INT, rb, B, MPI_INT, t->comm, &q), &q));
-      else
+      else if (v == 0)
         MPI_OK(MPI_Neighbor_allgather(g, B, MPI_INT, rb, B, MPI_INT, t->comm));
-      for (int j = 0; j < t->nin; j++)
-        for (int k = 0; k < B; k++)
-          if (t->src[j] != MPI_PROC_NULL)
-            CHECK(rb[j * B + k] == V(t->src[j], 0, 0, k), "%s allgather nb=%d slot %d k %d: %d", t->name, nb, j, k, rb[j * B + k]);
-      /* allgatherv: slot j at displacement 2 + 5 j, B ints */
-      for (int j = 0; j < t->nin; j++) rcnt[j] = B, rdisp[j] = 2 + 5 * j;
-      for (int i = 0; i < 64; i++) rb[i] = -1;
-      if (nb)
+      else if (nb)
         MPI_OK(nb_wait(MPI_Ineighbor_allgatherv(g, B, MPI_INT, rb, rcnt, rdisp, MPI_INT, t->comm, &q), &q));
       else
         MPI_OK(MPI_Neighbor_allgatherv(g, B, MPI_INT, rb, rcnt, rdisp, MPI_INT, t->comm));
       for (int j = 0; j < t->nin; j++)
-        for (int k = 0; k < B; k++)
-          if (t->src[j] != MPI_PROC_NULL)
-            CHECK(rb[rdisp[j] + k] == V(t->src[j], 0, 0, k), "%s allgatherv nb=%d slot %d", t->name, nb, j);
-    } else {
-      /* Cartesian allgather: every destination gets the same block, but a
-       * PROC_NULL slot must stay untouched. */
-      int g[B];
-      for (int k = 0; k < B; k++) g[k] = V(R, 0, 0, k);
-      for (int i = 0; i < 64; i++) rb[i] = -1;
-      if (nb)
-        MPI_OK(nb_wait(MPI_Ineighbor_allgather(g, B, MPI_INT, rb, B, MPI_INT, t->comm, &q), &q));
-      else
-        MPI_OK(MPI_Neighbor_allgather(g, B, MPI_INT, rb, B, MPI_INT, t->comm));
-      for (int j = 0; j < t->nin; j++)
-        for (int k = 0; k < B; k++)
-          CHECK(rb[j * B + k] == (t->src[j] == MPI_PROC_NULL ? -1 : V(t->src[j], 0, 0, k)), "%s allgather nb=%d slot %d", t->name, nb, j);
+        for (int k = 0; k < B; k++) {
+          int at = v ? rdisp[j] + k : j * B + k;
+          CHECK(rb[at] == (t->src[j] == MPI_PROC_NULL ? -1 : V(t->src[j], 0, 0, k)), "%s allgather%s nb=%d slot %d k %d: %d",
+                t->name, v ? "v" : "", nb, j, k, rb[at]);
+        }
     }
     /* alltoall: B ints per neighbour, direction-tagged values */
     for (int i = 0; i < t->nout; i++) scnt[i] = B, sdisp[i] = i * B;

@@ -1067,30 +1067,114 @@ unsafe fn neighbor(
     }
 }
 
-unsafe fn allgather_blocks(
-    nb: &Nbrs,
-    sbuf: *const c_void,
-    scount: c_int,
-    sdt: Datatype,
-    recv: impl Fn(usize) -> (*mut c_void, usize),
+/// Neighbor_allgather(v): the send buffer to every destination; slot `j`
+/// at `rdisp(j)` elements of `rdt`, `rn(j)` of them.
+unsafe fn nbr_allgather(
+    name: &str,
+    comm: Comm,
+    req: *mut abi::Request,
+    (sbuf, scount, sdt): (*const c_void, c_int, Datatype),
+    rbuf: *mut c_void,
+    rdisp: impl Fn(usize) -> isize,
+    rn: impl Fn(usize) -> usize,
     rdt: Datatype,
-) -> (Vec<Blk>, Vec<Blk>) {
-    let recvs = blocks(nb.src.len(), |j| recv(j).0, |j| recv(j).1, |_| rdt);
-    let sends = blocks(
-        nb.dst.len(),
-        |_| sbuf.cast_mut(),
-        |_| count(scount),
-        |_| sdt,
-    );
-    (recvs, sends)
+) -> Option<c_int> {
+    let rt = ctx::Ty::of(rdt);
+    neighbor(name, comm, req, |nb| {
+        let at = |j| rbuf.wrapping_byte_offset(rdisp(j).wrapping_mul(rt.ext));
+        let recvs = blocks(nb.src.len(), at, &rn, |_| rdt);
+        let sends = blocks(
+            nb.dst.len(),
+            |_| sbuf.cast_mut(),
+            |_| count(scount),
+            |_| sdt,
+        );
+        (recvs, sends)
+    })
+}
+
+/// Neighbor_alltoall(v): block `i` at `sdisp(i)` elements of `sdt`,
+/// `sn(i)` of them, to destination `i`; likewise for the receive slots.
+unsafe fn nbr_alltoall(
+    name: &str,
+    comm: Comm,
+    req: *mut abi::Request,
+    (sbuf, sdt): (*const c_void, Datatype),
+    sdisp: impl Fn(usize) -> isize,
+    sn: impl Fn(usize) -> usize,
+    (rbuf, rdt): (*mut c_void, Datatype),
+    rdisp: impl Fn(usize) -> isize,
+    rn: impl Fn(usize) -> usize,
+) -> Option<c_int> {
+    let (st, rt) = (ctx::Ty::of(sdt), ctx::Ty::of(rdt));
+    neighbor(name, comm, req, |nb| {
+        let rat = |j| rbuf.wrapping_byte_offset(rdisp(j).wrapping_mul(rt.ext));
+        let sat = |i| {
+            sbuf.cast_mut()
+                .wrapping_byte_offset(sdisp(i).wrapping_mul(st.ext))
+        };
+        let recvs = blocks(nb.src.len(), rat, &rn, |_| rdt);
+        let sends = blocks(nb.dst.len(), sat, &sn, |_| sdt);
+        (recvs, sends)
+    })
+}
+
+/// Neighbor_alltoallw: byte displacements and a type per block.
+unsafe fn nbr_alltoallw(
+    name: &str,
+    comm: Comm,
+    req: *mut abi::Request,
+    (sbuf, scounts, sdispls, stypes): (
+        *const c_void,
+        *const c_int,
+        *const abi::Aint,
+        *const Datatype,
+    ),
+    (rbuf, rcounts, rdispls, rtypes): (
+        *mut c_void,
+        *const c_int,
+        *const abi::Aint,
+        *const Datatype,
+    ),
+) -> Option<c_int> {
+    neighbor(name, comm, req, |nb| {
+        let recvs = blocks(
+            nb.src.len(),
+            |j| rbuf.wrapping_byte_offset(*rdispls.add(j)),
+            |j| count(*rcounts.add(j)),
+            |j| *rtypes.add(j),
+        );
+        let sends = blocks(
+            nb.dst.len(),
+            |i| sbuf.cast_mut().wrapping_byte_offset(*sdispls.add(i)),
+            |i| count(*scounts.add(i)),
+            |i| *stypes.add(i),
+        );
+        (recvs, sends)
+    })
+}
+
+/// Element offset `i · n` of fixed-size blocks.
+fn fixed(n: c_int) -> (impl Fn(usize) -> isize, impl Fn(usize) -> usize) {
+    let n = count(n);
+    (move |i: usize| (i * n) as isize, move |_: usize| n)
+}
+
+/// Element offset and count `i` of vector arguments.
+unsafe fn vector(
+    counts: *const c_int,
+    displs: *const c_int,
+) -> (impl Fn(usize) -> isize, impl Fn(usize) -> usize) {
+    (
+        move |i: usize| *displs.add(i) as isize,
+        move |i: usize| count(*counts.add(i)),
+    )
 }
 
 mpi_fn!(MPI_Neighbor_allgather / PMPI_Neighbor_allgather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm) {
+    let (d, n) = fixed(rcount);
     if active() {
-        let rt = ctx::Ty::of(rdt);
-        if let Some(rc) = neighbor("MPI_Neighbor_allgather", comm, std::ptr::null_mut(), |nb| {
-            allgather_blocks(nb, sbuf, scount, sdt, |j| (rt.at(rbuf, j * count(rcount)), count(rcount)), rdt)
-        }) {
+        if let Some(rc) = nbr_allgather("MPI_Neighbor_allgather", comm, std::ptr::null_mut(), (sbuf, scount, sdt), rbuf, d, n, rdt) {
             return rc;
         }
     }
@@ -1098,11 +1182,9 @@ mpi_fn!(MPI_Neighbor_allgather / PMPI_Neighbor_allgather (sbuf: *const c_void, s
 });
 
 mpi_fn!(MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
+    let (d, n) = fixed(rcount);
     if active() && !req.is_null() {
-        let rt = ctx::Ty::of(rdt);
-        if let Some(rc) = neighbor("MPI_Ineighbor_allgather", comm, req, |nb| {
-            allgather_blocks(nb, sbuf, scount, sdt, |j| (rt.at(rbuf, j * count(rcount)), count(rcount)), rdt)
-        }) {
+        if let Some(rc) = nbr_allgather("MPI_Ineighbor_allgather", comm, req, (sbuf, scount, sdt), rbuf, d, n, rdt) {
             return rc;
         }
     }
@@ -1111,12 +1193,8 @@ mpi_fn!(MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather (sbuf: *const c_void,
 
 mpi_fn!(MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, comm: Comm) {
     if active() {
-        let rt = ctx::Ty::of(rdt);
-        if let Some(rc) = neighbor("MPI_Neighbor_allgatherv", comm, std::ptr::null_mut(), |nb| {
-            allgather_blocks(nb, sbuf, scount, sdt, |j| {
-                (rt.at(rbuf, 0).wrapping_byte_offset((*displs.add(j) as isize).wrapping_mul(rt.ext)), count(*rcounts.add(j)))
-            }, rdt)
-        }) {
+        let (d, n) = vector(rcounts, displs);
+        if let Some(rc) = nbr_allgather("MPI_Neighbor_allgatherv", comm, std::ptr::null_mut(), (sbuf, scount, sdt), rbuf, d, n, rdt) {
             return rc;
         }
     }
@@ -1125,53 +1203,18 @@ mpi_fn!(MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv (sbuf: *const c_void,
 
 mpi_fn!(MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
     if active() && !req.is_null() {
-        let rt = ctx::Ty::of(rdt);
-        if let Some(rc) = neighbor("MPI_Ineighbor_allgatherv", comm, req, |nb| {
-            allgather_blocks(nb, sbuf, scount, sdt, |j| {
-                (rt.at(rbuf, 0).wrapping_byte_offset((*displs.add(j) as isize).wrapping_mul(rt.ext)), count(*rcounts.add(j)))
-            }, rdt)
-        }) {
+        let (d, n) = vector(rcounts, displs);
+        if let Some(rc) = nbr_allgather("MPI_Ineighbor_allgatherv", comm, req, (sbuf, scount, sdt), rbuf, d, n, rdt) {
             return rc;
         }
     }
     real::PMPI_Ineighbor_allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm, req)
 });
 
-/// Blocks of Neighbor_alltoall(v): element offsets `soff(i)`/`roff(j)`.
-unsafe fn alltoall_blocks(
-    nb: &Nbrs,
-    sbuf: *const c_void,
-    sdt: Datatype,
-    send: impl Fn(usize) -> (isize, usize),
-    rbuf: *mut c_void,
-    rdt: Datatype,
-    recv: impl Fn(usize) -> (isize, usize),
-) -> (Vec<Blk>, Vec<Blk>) {
-    let (st, rt) = (ctx::Ty::of(sdt), ctx::Ty::of(rdt));
-    let recvs = blocks(
-        nb.src.len(),
-        |j| rbuf.wrapping_byte_offset(recv(j).0.wrapping_mul(rt.ext)),
-        |j| recv(j).1,
-        |_| rdt,
-    );
-    let sends = blocks(
-        nb.dst.len(),
-        |i| {
-            sbuf.cast_mut()
-                .wrapping_byte_offset(send(i).0.wrapping_mul(st.ext))
-        },
-        |i| send(i).1,
-        |_| sdt,
-    );
-    (recvs, sends)
-}
-
 mpi_fn!(MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm) {
     if active() {
-        let (sn, rn) = (count(scount), count(rcount));
-        if let Some(rc) = neighbor("MPI_Neighbor_alltoall", comm, std::ptr::null_mut(), |nb| {
-            alltoall_blocks(nb, sbuf, sdt, |i| ((i * sn) as isize, sn), rbuf, rdt, |j| ((j * rn) as isize, rn))
-        }) {
+        let ((sd, sn), (rd, rn)) = (fixed(scount), fixed(rcount));
+        if let Some(rc) = nbr_alltoall("MPI_Neighbor_alltoall", comm, std::ptr::null_mut(), (sbuf, sdt), sd, sn, (rbuf, rdt), rd, rn) {
             return rc;
         }
     }
@@ -1180,10 +1223,8 @@ mpi_fn!(MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall (sbuf: *const c_void, sco
 
 mpi_fn!(MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
     if active() && !req.is_null() {
-        let (sn, rn) = (count(scount), count(rcount));
-        if let Some(rc) = neighbor("MPI_Ineighbor_alltoall", comm, req, |nb| {
-            alltoall_blocks(nb, sbuf, sdt, |i| ((i * sn) as isize, sn), rbuf, rdt, |j| ((j * rn) as isize, rn))
-        }) {
+        let ((sd, sn), (rd, rn)) = (fixed(scount), fixed(rcount));
+        if let Some(rc) = nbr_alltoall("MPI_Ineighbor_alltoall", comm, req, (sbuf, sdt), sd, sn, (rbuf, rdt), rd, rn) {
             return rc;
         }
     }
@@ -1192,17 +1233,8 @@ mpi_fn!(MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall (sbuf: *const c_void, s
 
 mpi_fn!(MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Datatype, comm: Comm) {
     if active() {
-        if let Some(rc) = neighbor("MPI_Neighbor_alltoallv", comm, std::ptr::null_mut(), |nb| {
-            alltoall_blocks(
-                nb,
-                sbuf,
-                sdt,
-                |i| (*sdispls.add(i) as isize, count(*scounts.add(i))),
-                rbuf,
-                rdt,
-                |j| (*rdispls.add(j) as isize, count(*rcounts.add(j))),
-            )
-        }) {
+        let ((sd, sn), (rd, rn)) = (vector(scounts, sdispls), vector(rcounts, rdispls));
+        if let Some(rc) = nbr_alltoall("MPI_Neighbor_alltoallv", comm, std::ptr::null_mut(), (sbuf, sdt), sd, sn, (rbuf, rdt), rd, rn) {
             return rc;
         }
     }
@@ -1211,55 +1243,18 @@ mpi_fn!(MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv (sbuf: *const c_void, s
 
 mpi_fn!(MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Datatype, comm: Comm, req: *mut abi::Request) {
     if active() && !req.is_null() {
-        if let Some(rc) = neighbor("MPI_Ineighbor_alltoallv", comm, req, |nb| {
-            alltoall_blocks(
-                nb,
-                sbuf,
-                sdt,
-                |i| (*sdispls.add(i) as isize, count(*scounts.add(i))),
-                rbuf,
-                rdt,
-                |j| (*rdispls.add(j) as isize, count(*rcounts.add(j))),
-            )
-        }) {
+        let ((sd, sn), (rd, rn)) = (vector(scounts, sdispls), vector(rcounts, rdispls));
+        if let Some(rc) = nbr_alltoall("MPI_Ineighbor_alltoallv", comm, req, (sbuf, sdt), sd, sn, (rbuf, rdt), rd, rn) {
             return rc;
         }
     }
     real::PMPI_Ineighbor_alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm, req)
 });
 
-/// Blocks of Neighbor_alltoallw: byte displacements, a type per block.
-unsafe fn alltoallw_blocks(
-    nb: &Nbrs,
-    sbuf: *const c_void,
-    scounts: *const c_int,
-    sdispls: *const abi::Aint,
-    stypes: *const Datatype,
-    rbuf: *mut c_void,
-    rcounts: *const c_int,
-    rdispls: *const abi::Aint,
-    rtypes: *const Datatype,
-) -> (Vec<Blk>, Vec<Blk>) {
-    let recvs = blocks(
-        nb.src.len(),
-        |j| rbuf.wrapping_byte_offset(*rdispls.add(j)),
-        |j| count(*rcounts.add(j)),
-        |j| *rtypes.add(j),
-    );
-    let sends = blocks(
-        nb.dst.len(),
-        |i| sbuf.cast_mut().wrapping_byte_offset(*sdispls.add(i)),
-        |i| count(*scounts.add(i)),
-        |i| *stypes.add(i),
-    );
-    (recvs, sends)
-}
-
 mpi_fn!(MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw (sbuf: *const c_void, scounts: *const c_int, sdispls: *const abi::Aint, stypes: *const Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const abi::Aint, rtypes: *const Datatype, comm: Comm) {
     if active() {
-        if let Some(rc) = neighbor("MPI_Neighbor_alltoallw", comm, std::ptr::null_mut(), |nb| {
-            alltoallw_blocks(nb, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes)
-        }) {
+        let (s, r) = ((sbuf, scounts, sdispls, stypes), (rbuf, rcounts, rdispls, rtypes));
+        if let Some(rc) = nbr_alltoallw("MPI_Neighbor_alltoallw", comm, std::ptr::null_mut(), s, r) {
             return rc;
         }
     }
@@ -1268,9 +1263,8 @@ mpi_fn!(MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw (sbuf: *const c_void, s
 
 mpi_fn!(MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw (sbuf: *const c_void, scounts: *const c_int, sdispls: *const abi::Aint, stypes: *const Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const abi::Aint, rtypes: *const Datatype, comm: Comm, req: *mut abi::Request) {
     if active() && !req.is_null() {
-        if let Some(rc) = neighbor("MPI_Ineighbor_alltoallw", comm, req, |nb| {
-            alltoallw_blocks(nb, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes)
-        }) {
+        let (s, r) = ((sbuf, scounts, sdispls, stypes), (rbuf, rcounts, rdispls, rtypes));
+        if let Some(rc) = nbr_alltoallw("MPI_Ineighbor_alltoallw", comm, req, s, r) {
             return rc;
         }
     }
