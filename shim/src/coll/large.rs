@@ -28,222 +28,40 @@ fn small(n: Count) -> Option<c_int> {
     c_int::try_from(n).ok()
 }
 
-mpi_fn!(MPI_Bcast_c / PMPI_Bcast_c (buf: *mut c_void, n: Count, dt: Datatype, root: c_int, comm: Comm) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Bcast(buf, n0, dt, root, comm);
-        }
-        native_once("MPI_Bcast_c");
-    }
-    crate::real::PMPI_Bcast_c(buf, n, dt, root, comm)
-});
+/// `MPI_x_c` (and `PMPI_x_c`): the shim's `MPI_x` when every count fits
+/// in an `int`, the library's `PMPI_x_c` otherwise.
+macro_rules! coll_c {
+    ($name:ident / $pname:ident => $int:ident; ($($a:ident: $t:ty),*); counts($($n:ident),*)) => {
+        mpi_fn!($name / $pname ($($a: $t),*) {
+            if active() {
+                'c: {
+                    $(let Some($n) = small($n) else { break 'c; };)*
+                    return crate::coll::$int($($a),*);
+                }
+                native_once(stringify!($name));
+            }
+            crate::real::$pname($($a),*)
+        });
+    };
+}
 
-mpi_fn!(MPI_Ibcast_c / PMPI_Ibcast_c (buf: *mut c_void, n: Count, dt: Datatype, root: c_int, comm: Comm, req: *mut Request) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Ibcast(buf, n0, dt, root, comm, req);
-        }
-        native_once("MPI_Ibcast_c");
-    }
-    crate::real::PMPI_Ibcast_c(buf, n, dt, root, comm, req)
-});
-
-mpi_fn!(MPI_Reduce_c / PMPI_Reduce_c (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, root: c_int, comm: Comm) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Reduce(sbuf, rbuf, n0, dt, op, root, comm);
-        }
-        native_once("MPI_Reduce_c");
-    }
-    crate::real::PMPI_Reduce_c(sbuf, rbuf, n, dt, op, root, comm)
-});
-
-mpi_fn!(MPI_Ireduce_c / PMPI_Ireduce_c (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, root: c_int, comm: Comm, req: *mut Request) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Ireduce(sbuf, rbuf, n0, dt, op, root, comm, req);
-        }
-        native_once("MPI_Ireduce_c");
-    }
-    crate::real::PMPI_Ireduce_c(sbuf, rbuf, n, dt, op, root, comm, req)
-});
-
-mpi_fn!(MPI_Allreduce_c / PMPI_Allreduce_c (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Allreduce(sbuf, rbuf, n0, dt, op, comm);
-        }
-        native_once("MPI_Allreduce_c");
-    }
-    crate::real::PMPI_Allreduce_c(sbuf, rbuf, n, dt, op, comm)
-});
-
-mpi_fn!(MPI_Iallreduce_c / PMPI_Iallreduce_c (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm, req: *mut Request) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Iallreduce(sbuf, rbuf, n0, dt, op, comm, req);
-        }
-        native_once("MPI_Iallreduce_c");
-    }
-    crate::real::PMPI_Iallreduce_c(sbuf, rbuf, n, dt, op, comm, req)
-});
-
-mpi_fn!(MPI_Gather_c / PMPI_Gather_c (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm) {
-    if active() {
-        'c: {
-            let Some(n0) = small(sn) else { break 'c; }; let Some(n1) = small(rn) else { break 'c; };
-            return crate::coll::MPI_Gather(sbuf, n0, sdt, rbuf, n1, rdt, root, comm);
-        }
-        native_once("MPI_Gather_c");
-    }
-    crate::real::PMPI_Gather_c(sbuf, sn, sdt, rbuf, rn, rdt, root, comm)
-});
-
-mpi_fn!(MPI_Igather_c / PMPI_Igather_c (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm, req: *mut Request) {
-    if active() {
-        'c: {
-            let Some(n0) = small(sn) else { break 'c; }; let Some(n1) = small(rn) else { break 'c; };
-            return crate::coll::MPI_Igather(sbuf, n0, sdt, rbuf, n1, rdt, root, comm, req);
-        }
-        native_once("MPI_Igather_c");
-    }
-    crate::real::PMPI_Igather_c(sbuf, sn, sdt, rbuf, rn, rdt, root, comm, req)
-});
-
-mpi_fn!(MPI_Scatter_c / PMPI_Scatter_c (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm) {
-    if active() {
-        'c: {
-            let Some(n0) = small(sn) else { break 'c; }; let Some(n1) = small(rn) else { break 'c; };
-            return crate::coll::MPI_Scatter(sbuf, n0, sdt, rbuf, n1, rdt, root, comm);
-        }
-        native_once("MPI_Scatter_c");
-    }
-    crate::real::PMPI_Scatter_c(sbuf, sn, sdt, rbuf, rn, rdt, root, comm)
-});
-
-mpi_fn!(MPI_Iscatter_c / PMPI_Iscatter_c (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm, req: *mut Request) {
-    if active() {
-        'c: {
-            let Some(n0) = small(sn) else { break 'c; }; let Some(n1) = small(rn) else { break 'c; };
-            return crate::coll::MPI_Iscatter(sbuf, n0, sdt, rbuf, n1, rdt, root, comm, req);
-        }
-        native_once("MPI_Iscatter_c");
-    }
-    crate::real::PMPI_Iscatter_c(sbuf, sn, sdt, rbuf, rn, rdt, root, comm, req)
-});
-
-mpi_fn!(MPI_Allgather_c / PMPI_Allgather_c (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm) {
-    if active() {
-        'c: {
-            let Some(n0) = small(sn) else { break 'c; }; let Some(n1) = small(rn) else { break 'c; };
-            return crate::coll::MPI_Allgather(sbuf, n0, sdt, rbuf, n1, rdt, comm);
-        }
-        native_once("MPI_Allgather_c");
-    }
-    crate::real::PMPI_Allgather_c(sbuf, sn, sdt, rbuf, rn, rdt, comm)
-});
-
-mpi_fn!(MPI_Iallgather_c / PMPI_Iallgather_c (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm, req: *mut Request) {
-    if active() {
-        'c: {
-            let Some(n0) = small(sn) else { break 'c; }; let Some(n1) = small(rn) else { break 'c; };
-            return crate::coll::MPI_Iallgather(sbuf, n0, sdt, rbuf, n1, rdt, comm, req);
-        }
-        native_once("MPI_Iallgather_c");
-    }
-    crate::real::PMPI_Iallgather_c(sbuf, sn, sdt, rbuf, rn, rdt, comm, req)
-});
-
-mpi_fn!(MPI_Alltoall_c / PMPI_Alltoall_c (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm) {
-    if active() {
-        'c: {
-            let Some(n0) = small(sn) else { break 'c; }; let Some(n1) = small(rn) else { break 'c; };
-            return crate::coll::MPI_Alltoall(sbuf, n0, sdt, rbuf, n1, rdt, comm);
-        }
-        native_once("MPI_Alltoall_c");
-    }
-    crate::real::PMPI_Alltoall_c(sbuf, sn, sdt, rbuf, rn, rdt, comm)
-});
-
-mpi_fn!(MPI_Ialltoall_c / PMPI_Ialltoall_c (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm, req: *mut Request) {
-    if active() {
-        'c: {
-            let Some(n0) = small(sn) else { break 'c; }; let Some(n1) = small(rn) else { break 'c; };
-            return crate::coll::MPI_Ialltoall(sbuf, n0, sdt, rbuf, n1, rdt, comm, req);
-        }
-        native_once("MPI_Ialltoall_c");
-    }
-    crate::real::PMPI_Ialltoall_c(sbuf, sn, sdt, rbuf, rn, rdt, comm, req)
-});
-
-mpi_fn!(MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Reduce_scatter_block(sbuf, rbuf, n0, dt, op, comm);
-        }
-        native_once("MPI_Reduce_scatter_block_c");
-    }
-    crate::real::PMPI_Reduce_scatter_block_c(sbuf, rbuf, n, dt, op, comm)
-});
-
-mpi_fn!(MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm, req: *mut Request) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Ireduce_scatter_block(sbuf, rbuf, n0, dt, op, comm, req);
-        }
-        native_once("MPI_Ireduce_scatter_block_c");
-    }
-    crate::real::PMPI_Ireduce_scatter_block_c(sbuf, rbuf, n, dt, op, comm, req)
-});
-
-mpi_fn!(MPI_Scan_c / PMPI_Scan_c (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Scan(sbuf, rbuf, n0, dt, op, comm);
-        }
-        native_once("MPI_Scan_c");
-    }
-    crate::real::PMPI_Scan_c(sbuf, rbuf, n, dt, op, comm)
-});
-
-mpi_fn!(MPI_Iscan_c / PMPI_Iscan_c (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm, req: *mut Request) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Iscan(sbuf, rbuf, n0, dt, op, comm, req);
-        }
-        native_once("MPI_Iscan_c");
-    }
-    crate::real::PMPI_Iscan_c(sbuf, rbuf, n, dt, op, comm, req)
-});
-
-mpi_fn!(MPI_Exscan_c / PMPI_Exscan_c (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Exscan(sbuf, rbuf, n0, dt, op, comm);
-        }
-        native_once("MPI_Exscan_c");
-    }
-    crate::real::PMPI_Exscan_c(sbuf, rbuf, n, dt, op, comm)
-});
-
-mpi_fn!(MPI_Iexscan_c / PMPI_Iexscan_c (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm, req: *mut Request) {
-    if active() {
-        'c: {
-            let Some(n0) = small(n) else { break 'c; };
-            return crate::coll::MPI_Iexscan(sbuf, rbuf, n0, dt, op, comm, req);
-        }
-        native_once("MPI_Iexscan_c");
-    }
-    crate::real::PMPI_Iexscan_c(sbuf, rbuf, n, dt, op, comm, req)
-});
+coll_c!(MPI_Bcast_c / PMPI_Bcast_c => MPI_Bcast; (buf: *mut c_void, n: Count, dt: Datatype, root: c_int, comm: Comm); counts(n));
+coll_c!(MPI_Ibcast_c / PMPI_Ibcast_c => MPI_Ibcast; (buf: *mut c_void, n: Count, dt: Datatype, root: c_int, comm: Comm, req: *mut Request); counts(n));
+coll_c!(MPI_Reduce_c / PMPI_Reduce_c => MPI_Reduce; (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, root: c_int, comm: Comm); counts(n));
+coll_c!(MPI_Ireduce_c / PMPI_Ireduce_c => MPI_Ireduce; (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, root: c_int, comm: Comm, req: *mut Request); counts(n));
+coll_c!(MPI_Allreduce_c / PMPI_Allreduce_c => MPI_Allreduce; (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm); counts(n));
+coll_c!(MPI_Iallreduce_c / PMPI_Iallreduce_c => MPI_Iallreduce; (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm, req: *mut Request); counts(n));
+coll_c!(MPI_Gather_c / PMPI_Gather_c => MPI_Gather; (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm); counts(sn, rn));
+coll_c!(MPI_Igather_c / PMPI_Igather_c => MPI_Igather; (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm, req: *mut Request); counts(sn, rn));
+coll_c!(MPI_Scatter_c / PMPI_Scatter_c => MPI_Scatter; (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm); counts(sn, rn));
+coll_c!(MPI_Iscatter_c / PMPI_Iscatter_c => MPI_Iscatter; (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, root: c_int, comm: Comm, req: *mut Request); counts(sn, rn));
+coll_c!(MPI_Allgather_c / PMPI_Allgather_c => MPI_Allgather; (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm); counts(sn, rn));
+coll_c!(MPI_Iallgather_c / PMPI_Iallgather_c => MPI_Iallgather; (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm, req: *mut Request); counts(sn, rn));
+coll_c!(MPI_Alltoall_c / PMPI_Alltoall_c => MPI_Alltoall; (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm); counts(sn, rn));
+coll_c!(MPI_Ialltoall_c / PMPI_Ialltoall_c => MPI_Ialltoall; (sbuf: *const c_void, sn: Count, sdt: Datatype, rbuf: *mut c_void, rn: Count, rdt: Datatype, comm: Comm, req: *mut Request); counts(sn, rn));
+coll_c!(MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c => MPI_Reduce_scatter_block; (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm); counts(n));
+coll_c!(MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c => MPI_Ireduce_scatter_block; (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm, req: *mut Request); counts(n));
+coll_c!(MPI_Scan_c / PMPI_Scan_c => MPI_Scan; (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm); counts(n));
+coll_c!(MPI_Iscan_c / PMPI_Iscan_c => MPI_Iscan; (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm, req: *mut Request); counts(n));
+coll_c!(MPI_Exscan_c / PMPI_Exscan_c => MPI_Exscan; (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm); counts(n));
+coll_c!(MPI_Iexscan_c / PMPI_Iexscan_c => MPI_Iexscan; (sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: MpiOp, comm: Comm, req: *mut Request); counts(n));
