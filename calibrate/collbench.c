@@ -15,7 +15,7 @@
  *      enters the collective at t0, with nothing pending; a rank that
  *      first sees the clock past t0 by more than 1 us (it was descheduled,
  *      or the allreduce ended late) records by how much, and the slack
- *      doubles for the next repetition (up to 100 ms);
+ *      doubles for the next repetition (see start_together);
  *   3. the collective; end = now.
  * The time of the repetition is max over ranks of (end - t0): when the last
  * rank is done, which is what the LogGP formulas give. The per-rank ends
@@ -77,7 +77,8 @@ static int parse_list(const char *s, long *v, int max) {
     return n;
 }
 
-static int64_t slack = 100000; /* ns; doubles after a late start */
+static int64_t slack = 50000; /* ns; see start_together */
+static int on_time = 0;
 static int64_t late_prev = 0;
 
 static int oversubscribed; /* more ranks than online CPUs */
@@ -90,7 +91,17 @@ static int64_t start_together(int64_t *late) {
     mine[0] = now_ns() + slack;
     mine[1] = late_prev;
     MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-    if (all[1] > 1000 && slack < 100000000) slack *= 2;
+    /* Adapt the slack: double after a late start (up to 1 ms, 20 ms when
+     * oversubscribed), halve after 8 on-time starts (down to 50 us). It
+     * must stay short: on this machine (a VM) a rank that spins for
+     * milliseconds before a collective runs it tens of us slower. */
+    if (all[1] > 1000) {
+        if (slack < (oversubscribed ? 20000000 : 1000000)) slack *= 2;
+        on_time = 0;
+    } else if (++on_time >= 8 && slack > 50000) {
+        slack /= 2;
+        on_time = 0;
+    }
     t = now_ns();
     /* Oversubscribed: give the core to a rank that has not got there yet. */
     while (oversubscribed && all[0] - t > 50000) {
