@@ -161,9 +161,15 @@ pub fn markdown(c: &Check) -> String {
         .map(String::from),
         &cells,
     );
+    for (l, e) in &c.failed {
+        let _ = writeln!(s, "**{l} failed** (its rows are missing): {e}  ");
+    }
+    if !c.failed.is_empty() {
+        s.push('\n');
+    }
     let _ = writeln!(
         s,
-        "A run above {} was repeated (up to {} more times) and the least disturbed attempt kept; the others are in raw/*-disturbed-K.txt.\n",
+        "A run above {} was repeated (up to {} more times; oversubscribed runs are not) and the least disturbed attempt kept; the others are in raw/*-disturbed-K.txt.\n",
         super::super::DISTURBED,
         super::super::RETRIES
     );
