@@ -28,7 +28,7 @@ pub const USAGE: &str = "\
 usage: loggp calibrate --collectives [--mpi openmpi|mpich] [--np 2,4,8]
                        [--ops barrier,bcast,reduce,allreduce,alltoall]
                        [--sizes 8,1024,16384] [--knob L=20us,o_s=20us]
-                       [--reps R] [--warmup W] [--params calibration.json]
+                       [--reps R] [--warmup W] [--rounds N] [--params calibration.json]
                        [--quick] [--out DIR] [--timeout SECONDS]
 
   Times each collective as the shim runs it (LOGGP_VT=on, algorithm forced
@@ -45,8 +45,10 @@ usage: loggp calibrate --collectives [--mpi openmpi|mpich] [--np 2,4,8]
   --params: LogGP parameters from an earlier calibration.json (its
             baseline median) or coll.json; otherwise measured first by
             PRTT through the shim at zero knobs (LOGGP_VT=on)
-  defaults: --np 2,4,8 --sizes 8,1024,16384 --reps 40 --warmup 5
-  --quick:  --sizes 8,1024 --reps 15 --warmup 3, quick PRTT
+  --rounds: runs of each setting, interleaved, where P fits the cores; per
+            cell the smallest median is kept (noise only adds time)
+  defaults: --np 2,4,8 --sizes 8,1024,16384 --reps 40 --warmup 5 --rounds 3
+  --quick:  --sizes 8,1024 --reps 15 --warmup 3 --rounds 1, quick PRTT
   Only one MPI job runs at a time: each run takes /tmp/loggp-mpi.lock.";
 
 /// One knob raised alone.
@@ -75,6 +77,10 @@ pub struct Opts {
     pub knobs: Vec<KnobSetting>,
     pub reps: u32,
     pub warmup: u32,
+    /// Runs of each setting, interleaved (zero, knob 1, …, zero, …), at
+    /// each P that is not oversubscribed; per cell the least disturbed
+    /// (smallest median) is kept.
+    pub rounds: u32,
     pub quick: bool,
     pub params: Option<PathBuf>,
     pub out: PathBuf,
@@ -145,6 +151,7 @@ impl Opts {
             knobs: Vec::new(),
             reps: 0,
             warmup: 0,
+            rounds: 0,
             quick: false,
             params: None,
             out: PathBuf::from("loggp-coll"),
@@ -152,6 +159,7 @@ impl Opts {
             args: args.to_vec(),
         };
         let (mut sizes, mut knobs, mut reps, mut warmup) = (None, None, None, None);
+        let mut rounds = None;
         let mut i = 0;
         while i < args.len() {
             let a = args[i].as_str();
@@ -223,6 +231,13 @@ impl Opts {
                             .ok_or_else(|| bad(flag, &v, "a whole number"))?,
                     )
                 }
+                "--rounds" => {
+                    rounds = Some(
+                        whole(&v)
+                            .filter(|&n| (1..=20).contains(&n))
+                            .ok_or_else(|| bad(flag, &v, "a whole number from 1 to 20"))?,
+                    )
+                }
                 "--params" => o.params = Some(PathBuf::from(v)),
                 "--out" => o.out = PathBuf::from(v),
                 "--timeout" => {
@@ -256,6 +271,7 @@ impl Opts {
         };
         o.reps = reps.unwrap_or(if o.quick { 15 } else { 40 });
         o.warmup = warmup.unwrap_or(if o.quick { 3 } else { 5 });
+        o.rounds = rounds.unwrap_or(if o.quick { 1 } else { 3 });
         o.nps.dedup();
         o.ops.sort();
         o.ops.dedup();
@@ -532,7 +548,14 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
     let exe = collbench_path(opts.mpi)?;
     let shim = launch::shim_path(opts.mpi)?;
     let mut raw = Vec::new();
-    let total = opts.nps.len() * (1 + opts.knobs.len()) + usize::from(opts.params.is_none());
+    let cores = cores();
+    let rounds_at = |p: u32| if p as usize > cores { 1 } else { opts.rounds as usize };
+    let total = opts
+        .nps
+        .iter()
+        .map(|&p| rounds_at(p) * (1 + opts.knobs.len()))
+        .sum::<usize>()
+        + usize::from(opts.params.is_none());
     let mut done = 0;
 
     let base = match &opts.params {
@@ -582,7 +605,6 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
     .into_iter()
     .flat_map(|(k, v)| [k.to_string(), v])
     .collect();
-    let cores = cores();
     let mut library = String::new();
     let mut rows = Vec::new();
     let mut runs_info = Vec::new();
@@ -592,13 +614,20 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
         let settings: Vec<Option<&KnobSetting>> = std::iter::once(None)
             .chain(opts.knobs.iter().map(Some))
             .collect();
-        for k in settings {
+        let rounds = rounds_at(p);
+        let plan: Vec<(usize, Option<&KnobSetting>)> = (0..rounds)
+            .flat_map(|r| settings.iter().map(move |k| (r, *k)))
+            .collect();
+        for (round, k) in plan {
             let t = Instant::now();
             let vars = run_vars(&opts.ops, k)?;
-            let label = format!(
+            let mut label = format!(
                 "P{p}-{}",
                 k.map_or("zero".to_string(), |k| k.label().replace('/', "_"))
             );
+            if rounds > 1 {
+                label = format!("{label}-r{}", round + 1);
+            }
             // A run during which other processes took the cores measures
             // them: repeated (up to `RETRIES` more times), the least
             // disturbed attempt kept, as for the PRTT runs.
@@ -642,11 +671,6 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
                 eprintln!("calibrate: {label} failed, going on without it: {e}");
                 failed.push((label, e.lines().next().unwrap_or("").to_string()));
                 done += 1;
-                if k.is_none() {
-                    // Nothing to compare with at this P.
-                    done += opts.knobs.len();
-                    break;
-                }
                 continue;
             }
             let attempts = tries.len();
@@ -666,11 +690,21 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
             super::progress(done, total, &label, t.elapsed().as_secs_f64());
             runs.push((k, r));
         }
-        let Some((_, zero)) = runs.first() else {
-            continue;
+        let of = |want: Option<&KnobSetting>| -> Vec<&BenchRaw> {
+            runs.iter()
+                .filter(|(k, _)| *k == want)
+                .map(|(_, r)| r)
+                .collect()
         };
-        for (k, r) in &runs[1..] {
-            let Some(k) = k else { continue };
+        let zero = of(None);
+        let Some(first_zero) = zero.first() else {
+            continue; // every zero-knob run failed: nothing to compare with
+        };
+        for k in &opts.knobs {
+            let raised = of(Some(k));
+            if raised.is_empty() {
+                continue;
+            }
             for &op in &opts.ops {
                 let sizes: Vec<u64> = if op == Coll::Barrier {
                     vec![0]
@@ -678,16 +712,17 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
                     opts.sizes.clone()
                 };
                 for size in sizes {
-                    let (Some(a), Some(b)) =
-                        (zero.timing(op.name(), size), r.timing(op.name(), size))
-                    else {
+                    let (Some(a), Some(b)) = (
+                        bench::least_disturbed(&zero, op.name(), size),
+                        bench::least_disturbed(&raised, op.name(), size),
+                    ) else {
                         return Err(format!(
                             "P={p}: the kernel printed no {} rows at {size} B",
                             op.name()
                         ));
                     };
                     let gamma = if op.reduces() {
-                        zero.gamma(size).unwrap_or(0.0)
+                        first_zero.gamma(size).unwrap_or(0.0)
                     } else {
                         0.0
                     };
@@ -749,6 +784,7 @@ mod tests {
             p90: median + 100.0,
             late: 0,
             mostly_late: false,
+            runs: 1,
         }
     }
 
@@ -773,12 +809,12 @@ mod tests {
         assert_eq!(o.knobs.len(), 2);
         assert_eq!(o.knobs[0].label(), "L=20us");
         assert_eq!(o.knobs[1].value, 20_000.0);
-        assert_eq!((o.reps, o.warmup), (40, 5));
+        assert_eq!((o.reps, o.warmup, o.rounds), (40, 5, 3));
         let o = Opts::parse(&args(
             "--quick --np 2 --ops bcast --knob G=1GB/s,o_r=5us --sizes 8,16KiB",
         ))
         .unwrap();
-        assert_eq!(o.reps, 15);
+        assert_eq!((o.reps, o.rounds), (15, 1));
         assert_eq!(o.sizes, vec![8, 16384]);
         assert_eq!(o.knobs[0].param, Param::BigG);
         assert!((o.knobs[0].value - 1.0).abs() < 1e-12);
@@ -798,6 +834,7 @@ mod tests {
             ("--knob X=5us", "--knob \"X=5us\""),
             ("--knob L=0", "--knob \"L=0\""),
             ("--reps 1", "--reps \"1\" is not accepted"),
+            ("--rounds 0", "--rounds \"0\" is not accepted"),
             ("--bogus 1", "unknown argument \"--bogus\""),
             ("--mpi lam", "--mpi \"lam\" is not accepted"),
         ] {
