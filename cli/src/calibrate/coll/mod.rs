@@ -549,7 +549,13 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
     let shim = launch::shim_path(opts.mpi)?;
     let mut raw = Vec::new();
     let cores = cores();
-    let rounds_at = |p: u32| if p as usize > cores { 1 } else { opts.rounds as usize };
+    let rounds_at = |p: u32| {
+        if p as usize > cores {
+            1
+        } else {
+            opts.rounds as usize
+        }
+    };
     let total = opts
         .nps
         .iter()
