@@ -16,6 +16,7 @@ usage:
   loggp run [--mpi openmpi|mpich] [knob flags] -- <launcher or program> [args...]
   loggp shim-path [--mpi openmpi|mpich]
   loggp calibrate [--mpi openmpi|mpich] [--np N] [--knob L,o_s,...] [--values ...] [--quick] [--out DIR]
+  loggp calibrate --collectives [--mpi openmpi|mpich] [--np 2,4,8] [--knob L=20us,o_s=20us] [--quick] [--out DIR]
   loggp sweep --knob L --values 0,5,20us [--repeat 5] [--metric REGEX] [--out DIR] -- <launcher> [args...]
   (loggp calibrate --help, loggp sweep --help for all options)
 

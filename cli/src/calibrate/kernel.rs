@@ -396,29 +396,44 @@ pub fn run(
     vars: &[(String, String)],
 ) -> Result<Raw, String> {
     let kernel = kernel_path(opts.mpi)?;
-    let mut cmd: Vec<String> = vec![
-        opts.mpi.mpirun().to_string(),
-        "-np".into(),
-        opts.np.to_string(),
-    ];
-    if opts.mpi == Mpi::OpenMpi && opts.np > 2 {
-        cmd.push("--oversubscribe".into());
-    }
-    cmd.push(kernel.display().to_string());
-    for (k, v) in [
+    let args: Vec<String> = [
         ("--size", opts.size.to_string()),
         ("--reps", opts.reps.to_string()),
         ("--fit-reps", opts.fit_reps.to_string()),
-    ] {
-        cmd.push(k.into());
-        cmd.push(v);
+    ]
+    .into_iter()
+    .flat_map(|(k, v)| [k.to_string(), v])
+    .collect();
+    let out = run_job(opts.mpi, opts.np, &kernel, &args, shim, vars, opts.timeout)?;
+    Raw::parse(&out).map_err(|e| format!("{e} ({})", describe(vars)))
+}
+
+/// Runs `exe args` on `np` ranks of `mpi` (Open MPI oversubscribed above 2
+/// ranks), natively (`shim = None`) or through the shim with `vars`, under
+/// the MPI lock, with no other `LOGGP_*` variable leaking in; returns its
+/// standard output, or the tail of its standard error when it fails or
+/// outlives `timeout`.
+pub fn run_job(
+    mpi: Mpi,
+    np: u32,
+    exe: &Path,
+    args: &[String],
+    shim: Option<&Path>,
+    vars: &[(String, String)],
+    timeout: Duration,
+) -> Result<String, String> {
+    let mut cmd: Vec<String> = vec![mpi.mpirun().to_string(), "-np".into(), np.to_string()];
+    if mpi == Mpi::OpenMpi && np > 2 {
+        cmd.push("--oversubscribe".into());
     }
+    cmd.push(exe.display().to_string());
+    cmd.extend(args.iter().cloned());
     let mut c = match shim {
-        Some(s) => launch::command(opts.mpi, s, vars, &cmd),
+        Some(s) => launch::command(mpi, s, vars, &cmd),
         None => {
             let mut c = Command::new(&cmd[0]);
             c.args(&cmd[1..]);
-            if opts.mpi == Mpi::OpenMpi {
+            if mpi == Mpi::OpenMpi {
                 c.env("OMPI_ALLOW_RUN_AS_ROOT", "1");
                 c.env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
             }
@@ -443,11 +458,11 @@ pub fn run(
         if e.kind() == std::io::ErrorKind::NotFound {
             format!(
                 "{} not found: install {} (scripts/install-deps.sh)",
-                opts.mpi.mpirun(),
-                opts.mpi.name()
+                mpi.mpirun(),
+                mpi.name()
             )
         } else {
-            format!("cannot start {}: {e}", opts.mpi.mpirun())
+            format!("cannot start {}: {e}", mpi.mpirun())
         }
     })?;
     // Drain both pipes on threads so a chatty job cannot block on a full pipe.
@@ -468,12 +483,12 @@ pub fn run(
         if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
             break st;
         }
-        if start.elapsed() > opts.timeout {
+        if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
             return Err(format!(
                 "the kernel did not finish within {}s ({}); killed it",
-                opts.timeout.as_secs(),
+                timeout.as_secs(),
                 describe(vars)
             ));
         }
@@ -490,7 +505,7 @@ pub fn run(
             tail.join("\n")
         ));
     }
-    Raw::parse(&out).map_err(|e| format!("{e} ({})", describe(vars)))
+    Ok(out)
 }
 
 fn describe(vars: &[(String, String)]) -> String {

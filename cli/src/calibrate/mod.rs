@@ -8,6 +8,7 @@
 //! statistics are `loggp_core::stats` and `loggp_core::fit`; this module
 //! only orchestrates, and `report` writes the files.
 
+mod coll;
 mod kernel;
 mod report;
 
@@ -25,6 +26,7 @@ usage: loggp calibrate [--mpi openmpi|mpich] [--np N] [--knob L,o_s,o_r,g_s,g_r,
                        [--values T1,T2,...] [--g-values BW1,BW2,...] [--size BYTES]
                        [--out DIR] [--quick] [--reanalyse DIR]
                        [--reps R] [--fit-reps R] [--baseline-runs K] [--timeout SECONDS]
+       loggp calibrate --collectives [...]   (the collective model check; --collectives --help)
 
   Measures L, o_s, o_r, g, g_s, g_r, G with Hoefler's PRTT method, natively
   (baseline) and through the shim for each requested knob value, and writes
@@ -601,6 +603,9 @@ fn progress(done: usize, total: usize, what: &str, secs: f64) {
 }
 
 pub fn main(args: &[String]) -> Result<ExitCode, String> {
+    if args.iter().any(|a| a == "--collectives") {
+        return coll::main(args);
+    }
     let opts = Opts::parse(args)?;
     if let Some(dir) = opts.reanalyse.clone() {
         let cal = reanalyse(opts, &dir)?;

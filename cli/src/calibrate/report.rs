@@ -27,7 +27,7 @@ fn unit(p: &str) -> &'static str {
     }
 }
 
-fn table(out: &mut String, head: &[String], rows: &[Vec<String>]) {
+pub(super) fn table(out: &mut String, head: &[String], rows: &[Vec<String>]) {
     let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
@@ -453,7 +453,7 @@ fn fit_csv(cal: &Calibration) -> String {
     s
 }
 
-fn jnum(v: f64) -> String {
+pub(super) fn jnum(v: f64) -> String {
     if v.is_finite() {
         format!("{v}")
     } else {
@@ -461,7 +461,7 @@ fn jnum(v: f64) -> String {
     }
 }
 
-fn jstr(v: &str) -> String {
+pub(super) fn jstr(v: &str) -> String {
     let mut s = String::from("\"");
     for c in v.chars() {
         match c {
@@ -757,7 +757,7 @@ fn short(v: f64) -> String {
     }
 }
 
-fn xml(s: &str) -> String {
+pub(super) fn xml(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -23,7 +23,7 @@ mod opts;
 mod regex;
 mod report;
 mod stats;
-mod svg;
+pub(crate) mod svg;
 
 use crate::knobs;
 use crate::launch::{self, Mpi};
