@@ -18,36 +18,88 @@ use crate::config::Config;
 use crate::units::round_ns;
 use std::collections::VecDeque;
 
-/// Native transit model `L_native(s) = base + s · per_byte`, learned or
-/// calibrated at start-up.
+/// Most sizes at which the native transit is measured.
+pub const TRANSIT_POINTS: usize = 10;
+
+/// Native transit model `L_native(s)`, learned at start-up: piecewise
+/// linear through half round trips measured at a few sizes, so that a
+/// protocol change (eager to rendezvous, a staging copy) is followed
+/// instead of averaged away by one straight line; beyond the largest size
+/// it continues with the last segment's slope.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct Transit {
-    /// Latency of a tiny message, ns.
+    /// Latency of a tiny message (the first segment's intercept), ns.
     pub base_ns: f64,
-    /// Native time per byte (native G), ns/B.
+    /// Native time per byte at the largest sizes (native G), ns/B.
     pub per_byte_ns: f64,
+    /// Measured (bytes, ns), increasing in both; the first `n` are used.
+    /// With `n < 2` the model is the line `base + s · per_byte`.
+    pts: [(u64, f64); TRANSIT_POINTS],
+    n: usize,
 }
 
 impl Transit {
     /// Native transit of an `s`-byte message, ns.
     pub fn of(&self, bytes: u64) -> f64 {
-        self.base_ns + self.per_byte_ns * bytes as f64
+        let p = &self.pts[..self.n];
+        if p.len() < 2 {
+            return self.base_ns + self.per_byte_ns * bytes as f64;
+        }
+        if bytes <= p[0].0 {
+            return p[0].1;
+        }
+        for w in p.windows(2) {
+            let ((s0, t0), (s1, t1)) = (w[0], w[1]);
+            if bytes <= s1 {
+                return t0 + (t1 - t0) * (bytes - s0) as f64 / (s1 - s0) as f64;
+            }
+        }
+        let (s, t) = p[p.len() - 1];
+        t + self.per_byte_ns * (bytes - s) as f64
+    }
+
+    /// The model through measured `(bytes, ns)` points (any order; at most
+    /// [`TRANSIT_POINTS`] are kept, the smallest sizes first). A time below
+    /// a smaller size's (noise) is raised to it, so the model never falls
+    /// with size; the slope beyond the last point is the last segment's.
+    pub fn from_points(points: &[(u64, f64)]) -> Transit {
+        let mut v: Vec<(u64, f64)> = points.to_vec();
+        v.sort_by_key(|p| p.0);
+        v.dedup_by_key(|p| p.0);
+        v.truncate(TRANSIT_POINTS);
+        for i in 1..v.len() {
+            v[i].1 = v[i].1.max(v[i - 1].1);
+        }
+        let slope = |a: (u64, f64), b: (u64, f64)| {
+            if b.0 > a.0 {
+                ((b.1 - a.1) / (b.0 - a.0) as f64).max(0.0)
+            } else {
+                0.0
+            }
+        };
+        let mut t = Transit::default();
+        match v.len() {
+            0 => {}
+            1 => t.base_ns = v[0].1.max(0.0),
+            k => {
+                t.per_byte_ns = slope(v[k - 2], v[k - 1]);
+                t.base_ns = (v[0].1 - slope(v[0], v[1]) * v[0].0 as f64).max(0.0);
+                t.pts[..k].copy_from_slice(&v);
+                t.n = k;
+            }
+        }
+        t
     }
 
     /// Fits the model from two half round trips: one of a small and one of
-    /// a large message. Negative slopes (noise) are clamped to zero.
+    /// a large message (the line through them).
     pub fn from_two_points(small: (u64, f64), large: (u64, f64)) -> Transit {
-        let (s0, t0) = small;
-        let (s1, t1) = large;
-        let per_byte = if s1 > s0 {
-            ((t1 - t0) / (s1 - s0) as f64).max(0.0)
-        } else {
-            0.0
-        };
-        Transit {
-            base_ns: (t0 - per_byte * s0 as f64).max(0.0),
-            per_byte_ns: per_byte,
-        }
+        Transit::from_points(&[small, large])
+    }
+
+    /// The measured points, e.g. for a log line.
+    pub fn points(&self) -> &[(u64, f64)] {
+        &self.pts[..self.n]
     }
 }
 
@@ -249,6 +301,7 @@ mod tests {
         let t = Transit {
             base_ns: 200.0,
             per_byte_ns: 0.125,
+            ..Transit::default()
         };
         let g = RecvGate::new(
             &cfg(|c| {
@@ -291,5 +344,37 @@ mod tests {
         assert!((t.base_ns - 200.0).abs() < 1.0, "{t:?}");
         let flat = Transit::from_two_points((8, 300.0), (1024, 250.0));
         assert_eq!(flat.per_byte_ns, 0.0);
+    }
+
+    #[test]
+    fn transit_follows_a_protocol_change() {
+        // Eager up to 4 KiB, then a rendezvous step: one line through the
+        // ends would put 16 KiB at ~2.3 us; the points say 6 us.
+        let t = Transit::from_points(&[
+            (1_048_576, 70_000.0),
+            (8, 400.0),
+            (4096, 1_000.0),
+            (16_384, 6_000.0),
+            (262_144, 20_000.0),
+        ]);
+        assert_eq!(t.of(8), 400.0);
+        assert_eq!(t.of(0), 400.0);
+        assert!((t.of(16_384) - 6_000.0).abs() < 1e-9);
+        assert!((t.of(10_240) - 3_500.0).abs() < 1e-6, "{}", t.of(10_240));
+        // Beyond the last point: the last segment's slope.
+        let slope = 50_000.0 / (1_048_576.0 - 262_144.0);
+        assert!((t.per_byte_ns - slope).abs() < 1e-12);
+        assert!((t.of(2_097_152) - (70_000.0 + slope * 1_048_576.0)).abs() < 1e-6);
+        assert_eq!(t.points().len(), 5);
+    }
+
+    #[test]
+    fn transit_never_falls_with_size() {
+        // Noise: 1 KiB measured faster than 8 B.
+        let t = Transit::from_points(&[(8, 500.0), (1024, 450.0), (4096, 900.0)]);
+        assert_eq!(t.of(1024), 500.0);
+        assert!(t.of(512) >= 500.0);
+        let one = Transit::from_points(&[(8, 300.0)]);
+        assert_eq!(one.of(1 << 20), 300.0);
     }
 }

@@ -152,12 +152,17 @@ pub unsafe fn after_init(cfg: Config) {
     }
     if cfg.log >= LogLevel::Info && rank == 0 {
         log::line(&format!(
-            "{} {}, {} ranks, {}; native transit {:.0}ns + {:.3}ns/B; shim's own cost {}ns per send, {}ns per receive",
+            "{} {}, {} ranks, {}; native transit (through the shim) {}, then {:.3}ns/B; shim's own cost {}ns per send, {}ns per receive",
             FLAVOUR.name(),
             abi::LIB_VERSION,
             size,
             cfg,
-            transit.base_ns,
+            transit
+                .points()
+                .iter()
+                .map(|&(b, t)| format!("{b}B {t:.0}ns"))
+                .collect::<Vec<_>>()
+                .join(", "),
             transit.per_byte_ns,
             native.own_send_ns,
             native.own_recv_ns
@@ -210,6 +215,20 @@ unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
 /// Ranks on one host share it exactly; across hosts it is the 0–1 pair's.
 unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size: c_int) -> Native {
     const BIG: usize = 1 << 20;
+    // (bytes, warm-up, timed) per size: small sizes, both sides of the
+    // usual eager limits and of LOGGP_INLINE_MAX, up to 1 MiB (~10 ms in
+    // all). One line through 8 B and 1 MiB missed Open MPI's rendezvous:
+    // the realised L fell ~5 us short at 16 KiB.
+    const SIZES: [(usize, u32, u32); 8] = [
+        (8, 300, 1000),
+        (1 << 10, 50, 300),
+        (4 << 10, 50, 200),
+        (12 << 10, 30, 150),
+        (16 << 10, 30, 150),
+        (64 << 10, 10, 60),
+        (256 << 10, 5, 20),
+        (BIG, 3, 10),
+    ];
     let zero = Config {
         l: 0,
         o_s: 0,
@@ -222,10 +241,10 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
     };
     let probe = Engine::new(zero, *c, rank, size, Transit::default());
     let mut buf = vec![0u8; BIG];
-    let mut result = [0f64; 2];
+    let mut result = [0f64; SIZES.len()];
     let mut st = Status::zeroed();
     // Warm-up rounds (first touches, lazy connection set-up) are not timed.
-    for (i, (len, warm, reps)) in [(8usize, 300, 1000), (BIG, 3, 10)].into_iter().enumerate() {
+    for (i, &(len, warm, reps)) in SIZES.iter().enumerate() {
         let n = c_int::try_from(len).unwrap_or(0);
         let mut best = f64::INFINITY;
         PMPI_Barrier(comm);
@@ -353,17 +372,22 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
             &mut st,
         );
     }
-    let mut out = [
-        result[0],
-        result[1],
-        (best[0][1] - best[0][0]).max(0.0),
-        own_r,
-    ];
-    PMPI_Bcast(out.as_mut_ptr().cast(), 4, c.double, 0, comm);
+    let mut out = [0f64; SIZES.len() + 2];
+    out[..SIZES.len()].copy_from_slice(&result);
+    out[SIZES.len()] = (best[0][1] - best[0][0]).max(0.0);
+    out[SIZES.len() + 1] = own_r;
+    let n = c_int::try_from(out.len()).unwrap_or(0);
+    PMPI_Bcast(out.as_mut_ptr().cast(), n, c.double, 0, comm);
+    let points: Vec<(u64, f64)> = SIZES
+        .iter()
+        .zip(out.iter())
+        .map(|(&(len, _, _), &t)| (len as u64, t))
+        .collect();
+    let (own_s, own_r) = (out[SIZES.len()], out[SIZES.len() + 1]);
     Native {
-        transit: Transit::from_two_points((8, out[0]), (BIG as u64, out[1])),
-        own_send_ns: loggp_core::units::round_ns(out[2]),
-        own_recv_ns: loggp_core::units::round_ns(out[3]),
+        transit: Transit::from_points(&points),
+        own_send_ns: loggp_core::units::round_ns(own_s),
+        own_recv_ns: loggp_core::units::round_ns(own_r),
     }
 }
 
@@ -517,7 +541,7 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
     }
     let c = &e.cfg;
     let json = format!(
-        "{{\n  \"tool\": \"loggp-shim\",\n  \"rank\": {},\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5}}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
+        "{{\n  \"tool\": \"loggp-shim\",\n  \"rank\": {},\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5},\"points\":[{}]}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
         if per_rank { e.rank.to_string() } else { "null".into() },
         FLAVOUR.cli_name(),
         abi::LIB_VERSION,
@@ -532,6 +556,12 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
         c.send_queue,
         e.transit.base_ns,
         e.transit.per_byte_ns,
+        e.transit
+            .points()
+            .iter()
+            .map(|&(b, t)| format!("[{b},{t:.1}]"))
+            .collect::<Vec<_>>()
+            .join(","),
         ranks.join(",\n    ")
     );
     let path = path.replace("%r", &e.rank.to_string());
