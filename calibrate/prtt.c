@@ -205,12 +205,18 @@ static void run_gs(int n, long s, int reps, double wait) {
 
 static void run_gr(int n, long s, int reps, double wait) {
     int r, i;
+    /* Nonblocking: rank 1 probes for the last message before receiving
+     * any, so a blocking send above the eager limit (rendezvous) would
+     * never complete. */
+    MPI_Request *q = malloc(sizeof(MPI_Request) * (size_t)n);
     send_cmd(1, CMD_GR, n, s, reps + 1, wait);
     for (r = 0; r < reps + 1; r++) {
         spin_ns(wait);
-        for (i = 0; i < n; i++) MPI_Send(sbuf, (int)s, MPI_BYTE, 1, i, MPI_COMM_WORLD);
+        for (i = 0; i < n; i++) MPI_Isend(sbuf, (int)s, MPI_BYTE, 1, i, MPI_COMM_WORLD, &q[i]);
+        MPI_Waitall(n, q, MPI_STATUSES_IGNORE);
         MPI_Recv(rbuf, 1, MPI_BYTE, 1, ACK_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     }
+    free(q);
     print_remote("gr_burst", n, s, reps, 1);
 }
 
