@@ -9,12 +9,16 @@
 //!
 //! * `cfg` — `LOGGP_COLL_<OP>=<algorithm>[:<segment>]` (pure, tested);
 //! * `algo` — the algorithms (Pješivac-Grbović et al. §4);
-//! * `ctx` — private communicator, point-to-point, buffers, local reduction.
+//! * `ctx` — private communicator, point-to-point, buffers, local reduction;
+//! * `nb` — the nonblocking collectives' jobs and their progress;
+//! * `large` — MPICH's scalar large-count (`_c`) collectives.
 //!
-//! The private duplicate is made (`MPI_Comm_dup`) inside the first
-//! collective a communicator sees, which every rank of it calls; it is
-//! freed when the application frees the communicator (`MPI_Comm_free`,
-//! `MPI_Comm_disconnect`, wrapped here) or by `finalize`.
+//! The private duplicate is made inside the first collective a
+//! communicator sees, which every rank of it calls (`MPI_Comm_dup`, or
+//! `MPI_Comm_idup` when that collective is a nonblocking one, whose
+//! initiation must not block); it is freed when the application frees the
+//! communicator (`MPI_Comm_free`, `MPI_Comm_disconnect`, wrapped here; later
+//! if collectives on it are still in flight) or by `finalize`.
 //!
 //! The nonblocking collectives (`MPI_Ibarrier`, `MPI_Ibcast`, … one for
 //! each blocking one above) run the same algorithms as futures that the
@@ -26,7 +30,8 @@
 //! receive at once (`algo::neighbor`).
 //!
 //! Limits: intercommunicators are refused with one line; the persistent
-//! collectives of MPI-4 and MPICH's large-count `_c` collectives stay
+//! collectives of MPI-4, MPICH's vector large-count collectives
+//! (`MPI_Gatherv_c`, …) and scalar ones whose count exceeds an `int` stay
 //! native (correct but unperturbed).
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
