@@ -42,6 +42,26 @@ pub fn kernel_path(mpi: Mpi) -> Result<PathBuf, String> {
     }
 }
 
+/// A comment line of a kernel's output (`prtt.c`, `collbench.c`): `# meta
+/// <key> <value>` and `# library: <version>` are kept, other comments
+/// skipped. False when `line` is not a comment.
+pub(super) fn header_line(
+    line: &str,
+    meta: &mut BTreeMap<String, String>,
+    library: &mut String,
+) -> bool {
+    let Some(rest) = line.strip_prefix('#') else {
+        return false;
+    };
+    let rest = rest.trim();
+    if let Some((k, v)) = rest.strip_prefix("meta ").and_then(|m| m.split_once(' ')) {
+        meta.insert(k.to_string(), v.trim().to_string());
+    } else if let Some(l) = rest.strip_prefix("library:") {
+        *library = l.trim().to_string();
+    }
+    true
+}
+
 /// Raw output of one kernel run: samples keyed by `(kind, n, size, d>0)`.
 #[derive(Clone, Debug, Default)]
 pub struct Raw {
@@ -66,16 +86,7 @@ impl Raw {
             if line.is_empty() {
                 continue;
             }
-            if let Some(rest) = line.strip_prefix('#') {
-                let rest = rest.trim();
-                if let Some(m) = rest.strip_prefix("meta ") {
-                    let mut it = m.splitn(2, ' ');
-                    if let (Some(k), Some(v)) = (it.next(), it.next()) {
-                        raw.meta.insert(k.to_string(), v.trim().to_string());
-                    }
-                } else if let Some(l) = rest.strip_prefix("library:") {
-                    raw.library = l.trim().to_string();
-                }
+            if header_line(line, &mut raw.meta, &mut raw.library) {
                 continue;
             }
             let f: Vec<&str> = line.split_whitespace().collect();

@@ -1,6 +1,7 @@
 //! The output of `calibrate/collbench.c` (rows `op size rep t_ns late_ns`)
 //! and its statistics (pure: no MPI).
 
+use crate::calibrate::kernel::header_line;
 use loggp_core::stats;
 use std::collections::BTreeMap;
 
@@ -27,15 +28,7 @@ impl BenchRaw {
             if line.is_empty() {
                 continue;
             }
-            if let Some(rest) = line.strip_prefix('#') {
-                let rest = rest.trim();
-                if let Some(m) = rest.strip_prefix("meta ") {
-                    if let Some((k, v)) = m.split_once(' ') {
-                        raw.meta.insert(k.to_string(), v.trim().to_string());
-                    }
-                } else if let Some(l) = rest.strip_prefix("library:") {
-                    raw.library = l.trim().to_string();
-                }
+            if header_line(line, &mut raw.meta, &mut raw.library) {
                 continue;
             }
             let f: Vec<&str> = line.split_whitespace().collect();
