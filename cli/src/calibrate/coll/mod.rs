@@ -279,42 +279,34 @@ impl Opts {
     }
 }
 
-/// The LogGP parameters of the zero-knob machine, in ns (G in ns/B), and
-/// where they came from.
+/// The LogGP parameters of the zero-knob machine (its `gamma` unused: it
+/// is measured per size), and where they came from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Base {
-    pub l: f64,
-    pub o_s: f64,
-    pub o_r: f64,
-    pub g_s: f64,
-    pub g_r: f64,
-    pub big_g: f64,
+    pub m: Machine,
     pub source: String,
 }
 
 impl Base {
+    fn new(l: f64, o_s: f64, o_r: f64, g_s: f64, g_r: f64, big_g: f64, source: String) -> Base {
+        let m = Machine {
+            l,
+            o_s,
+            o_r,
+            g_s,
+            g_r,
+            big_g,
+            gamma: 0.0,
+        };
+        Base { m, source }
+    }
+
     fn from_params(p: &Params, source: String) -> Base {
-        Base {
-            l: p.l,
-            o_s: p.o_s,
-            o_r: p.o_r,
-            g_s: p.g_s,
-            g_r: p.g_r,
-            big_g: p.big_g,
-            source,
-        }
+        Base::new(p.l, p.o_s, p.o_r, p.g_s, p.g_r, p.big_g, source)
     }
 
     pub fn machine(&self, gamma: f64) -> Machine {
-        Machine {
-            l: self.l,
-            o_s: self.o_s,
-            o_r: self.o_r,
-            g_s: self.g_s,
-            g_r: self.g_r,
-            big_g: self.big_g,
-            gamma,
-        }
+        Machine { gamma, ..self.m }
     }
 
     /// Reads the parameters from a `calibration.json` (its `"median"`
@@ -339,15 +331,15 @@ impl Base {
                 .filter(|v| v.is_finite())
                 .ok_or_else(|| format!("{name} is not a number ({:?})", rest[..end].trim()))
         };
-        Ok(Base {
-            l: get("L")?,
-            o_s: get("o_s")?,
-            o_r: get("o_r")?,
-            g_s: get("g_s")?,
-            g_r: get("g_r")?,
-            big_g: get("G")?,
+        Ok(Base::new(
+            get("L")?,
+            get("o_s")?,
+            get("o_r")?,
+            get("g_s")?,
+            get("g_r")?,
+            get("G")?,
             source,
-        })
+        ))
     }
 }
 
@@ -795,15 +787,7 @@ mod tests {
     }
 
     fn base() -> Base {
-        Base {
-            l: 200.0,
-            o_s: 150.0,
-            o_r: 120.0,
-            g_s: 90.0,
-            g_r: 80.0,
-            big_g: 0.01,
-            source: "test".into(),
-        }
+        Base::new(200.0, 150.0, 120.0, 90.0, 80.0, 0.01, "test".into())
     }
 
     #[test]
@@ -853,10 +837,10 @@ mod tests {
     fn params_from_either_report() {
         let cal = r#"{"baseline": {"runs": [], "median": {"L": 210.5, "o_s": 100, "o_r": 120, "g": 90, "g_s": 91, "g_r": 92, "G": 0.06, "RTT": 900}, "sigma": {"L": 1}}}"#;
         let b = Base::from_json(cal, "x".into()).unwrap();
-        assert_eq!((b.l, b.g_r, b.big_g), (210.5, 92.0, 0.06));
+        assert_eq!((b.m.l, b.m.g_r, b.m.big_g), (210.5, 92.0, 0.06));
         let coll = r#"{"params": {"L": 1, "o_s": 2, "o_r": 3, "g_s": 4, "g_r": 5, "G": 0.5, "source": "y"}}"#;
         let b = Base::from_json(coll, "x".into()).unwrap();
-        assert_eq!((b.o_s, b.big_g), (2.0, 0.5));
+        assert_eq!((b.m.o_s, b.m.big_g), (2.0, 0.5));
         assert!(Base::from_json("{}", "x".into()).is_err());
         let e = Base::from_json(r#"{"median": {"L": null}}"#, "x".into()).unwrap_err();
         assert!(e.contains("L is not a number"), "{e}");

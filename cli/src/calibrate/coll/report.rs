@@ -70,12 +70,12 @@ pub fn markdown(c: &Check) -> String {
         &mut s,
         &["L µs", "o_s µs", "o_r µs", "g_s µs", "g_r µs", "G ns/B"].map(String::from),
         &[vec![
-            us(b.l),
-            us(b.o_s),
-            us(b.o_r),
-            us(b.g_s),
-            us(b.g_r),
-            format!("{:.4}", b.big_g),
+            us(b.m.l),
+            us(b.m.o_s),
+            us(b.m.o_r),
+            us(b.m.g_s),
+            us(b.m.g_r),
+            format!("{:.4}", b.m.big_g),
         ]],
     );
     let _ = writeln!(
@@ -270,12 +270,12 @@ fn json(c: &Check) -> String {
     let _ = writeln!(
         s,
         "  \"params\": {{\"L\": {}, \"o_s\": {}, \"o_r\": {}, \"g_s\": {}, \"g_r\": {}, \"G\": {}, \"source\": {}}},",
-        jnum(b.l),
-        jnum(b.o_s),
-        jnum(b.o_r),
-        jnum(b.g_s),
-        jnum(b.g_r),
-        jnum(b.big_g),
+        jnum(b.m.l),
+        jnum(b.m.o_s),
+        jnum(b.m.o_r),
+        jnum(b.m.g_s),
+        jnum(b.m.g_r),
+        jnum(b.m.big_g),
         jstr(&b.source)
     );
     s.push_str("  \"rows\": [\n");
