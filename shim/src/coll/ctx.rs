@@ -129,6 +129,19 @@ impl Ctx {
             self.irecv(buf, n, dt, src, &mut v)?;
             return self.waitall(&mut v).await;
         }
+        self.post_recv(buf, n, dt, src, None)
+    }
+
+    /// The engine's receive on the private communicator: blocking with
+    /// `req` None, else posted into `*req`.
+    unsafe fn post_recv(
+        &self,
+        buf: *mut c_void,
+        n: usize,
+        dt: Datatype,
+        src: usize,
+        req: Option<*mut Request>,
+    ) -> R {
         chk(self.e.recv(
             buf,
             int(n)?,
@@ -136,7 +149,7 @@ impl Ctx {
             int(src)?,
             self.tag,
             self.comm,
-            None,
+            req,
             std::ptr::null_mut(),
         ))
     }
@@ -173,16 +186,7 @@ impl Ctx {
         reqs: &mut Vec<Request>,
     ) -> R {
         let mut r = self.e.c.request_null;
-        chk(self.e.recv(
-            buf,
-            int(n)?,
-            dt,
-            int(src)?,
-            self.tag,
-            self.comm,
-            Some(&mut r),
-            std::ptr::null_mut(),
-        ))?;
+        self.post_recv(buf, n, dt, src, Some(&mut r))?;
         reqs.push(r);
         Ok(())
     }
