@@ -129,3 +129,13 @@ fn thread_multiple_openmpi() {
 fn thread_multiple_mpich() {
     run_all(Mpi::Mpich, "threads", &[2], "threads: PASS", false);
 }
+
+#[test]
+fn p2p_rules_openmpi() {
+    run_all(Mpi::OpenMpi, "p2p_rules", &[2, 3], "p2p_rules: PASS", false);
+}
+
+#[test]
+fn p2p_rules_mpich() {
+    run_all(Mpi::Mpich, "p2p_rules", &[2, 3], "p2p_rules: PASS", false);
+}

@@ -71,6 +71,7 @@ int main(void) {
   I("DIST_GRAPH", MPI_DIST_GRAPH);
   H("COMM_WORLD", MPI_COMM_WORLD, ompi_mpi_comm_world);
   H("COMM_NULL", MPI_COMM_NULL, ompi_mpi_comm_null);
+  H("COMM_SELF", MPI_COMM_SELF, ompi_mpi_comm_self);
   H("REQUEST_NULL", MPI_REQUEST_NULL, ompi_request_null);
   H("MESSAGE_NULL", MPI_MESSAGE_NULL, ompi_message_null);
   H("MESSAGE_NO_PROC", MPI_MESSAGE_NO_PROC, ompi_message_no_proc);

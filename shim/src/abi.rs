@@ -108,12 +108,25 @@ impl Status {
     pub fn set_error(&mut self, v: c_int) {
         self.set_field(OFF_ERROR, v)
     }
-    /// Copies the MPI_Status part into a user status (which may be smaller
-    /// than our rounded-up storage).
+    /// Copies into the user status of a single-completion call (Recv,
+    /// Wait, Test, Waitany, Testany, probes, Mrecv, Sendrecv,
+    /// Request_get_status): every field but MPI_ERROR, which such calls
+    /// leave as the application set it (MPI-4.0 §3.2.5).
     ///
     /// # Safety
     /// `dst` must be a valid MPI_Status pointer and not an IGNORE value.
     pub unsafe fn copy_to(&self, dst: *mut Status) {
+        let e = (*dst).error();
+        self.copy_to_all(dst);
+        (*dst).set_error(e);
+    }
+
+    /// Copies every field, MPI_ERROR included, into one status of the
+    /// array of a multiple-completion call (Waitall, Waitsome, ...).
+    ///
+    /// # Safety
+    /// As `copy_to`.
+    pub unsafe fn copy_to_all(&self, dst: *mut Status) {
         std::ptr::copy_nonoverlapping(
             self as *const Status as *const u8,
             dst as *mut u8,
@@ -180,11 +193,21 @@ impl HandleConst {
     }
 }
 
+/// A handle kept in shared state (a static, the engine): handles are plain
+/// values that MPI lets every thread of the process use.
+#[derive(Clone, Copy)]
+pub struct SharedHandle(pub Handle);
+
+// SAFETY: see above.
+unsafe impl Send for SharedHandle {}
+unsafe impl Sync for SharedHandle {}
+
 /// Predefined handles, resolved once.
 #[derive(Clone, Copy)]
 pub struct Consts {
     pub comm_world: Comm,
     pub comm_null: Comm,
+    pub comm_self: Comm,
     pub request_null: Request,
     pub message_null: Message,
     pub message_no_proc: Message,
@@ -206,6 +229,7 @@ impl Consts {
         Some(Consts {
             comm_world: COMM_WORLD.get()?,
             comm_null: COMM_NULL.get()?,
+            comm_self: COMM_SELF.get()?,
             request_null: REQUEST_NULL.get()?,
             message_null: MESSAGE_NULL.get()?,
             message_no_proc: MESSAGE_NO_PROC.get()?,

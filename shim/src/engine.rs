@@ -9,9 +9,12 @@
 //! wildcards and completion order. Two equivalent encodings produce the same
 //! bytes on the wire, and the receiver chooses independently of the sender:
 //! * *staged* (capacity ≤ `LOGGP_INLINE_MAX`): header and `MPI_Pack`ed
-//!   payload in one buffer, sent or received as `MPI_PACKED`;
+//!   payload in one buffer, sent or received as `MPI_PACKED`; a receive is
+//!   staged only when its datatype is one contiguous block (a copy);
 //! * *struct*: a struct datatype `{16 × MPI_BYTE at &header, count × dt at
-//!   buf}` on `MPI_BOTTOM`, zero-copy, for large messages.
+//!   buf}` on `MPI_BOTTOM`, zero-copy, for large messages and for every
+//!   receive into a non-contiguous datatype, which MPI itself then fills
+//!   (partial elements included, and the datatype may be freed meanwhile).
 //!
 //! Counts seen by the application exclude the header (statuses are rewritten
 //! with `MPI_Status_set_elements_x`); truncation happens exactly where it
@@ -71,17 +74,53 @@ pub enum Mode {
 
 /// Where a receive's header (and, when staged, its payload) lands.
 enum Wire {
+    /// Header and payload land in `stage`; the payload is then copied to
+    /// `buf`, at most `cap` bytes. Only receive types whose elements form
+    /// one contiguous block are staged: the copy needs nothing of the
+    /// datatype, which the application may free while the receive is
+    /// pending (MPI-4.0 §5.1.9), and it keeps every byte that arrived,
+    /// partial elements included.
     Staged {
         stage: Vec<u8>,
-        buf: *mut c_void,
-        count: c_int,
-        dt: Datatype,
-        comm: Comm,
-        unpacked: bool,
+        buf: *mut u8,
+        cap: usize,
+        placed: bool,
     },
-    Struct {
-        hdr: Box<Header>,
-    },
+    /// Zero-copy: MPI itself places the payload with the user's datatype.
+    Struct { hdr: Box<Header> },
+}
+
+impl Wire {
+    fn header(&self) -> Header {
+        match self {
+            Wire::Staged { stage, .. } => Header::read_from(stage.as_ptr()),
+            Wire::Struct { hdr } => **hdr,
+        }
+    }
+
+    /// Copies a staged payload to the user's buffer, once. `got` is the
+    /// message size MPI reports, header included; on truncation it can
+    /// exceed what landed in the stage.
+    ///
+    /// # Safety
+    /// `buf` must still be the user's receive buffer of `cap` bytes.
+    unsafe fn place(&mut self, got: usize) {
+        if let Wire::Staged {
+            stage,
+            buf,
+            cap,
+            placed,
+        } = self
+        {
+            if !*placed {
+                let n = stage.len().min(got).saturating_sub(HDR).min(*cap);
+                if n > 0 {
+                    std::ptr::copy_nonoverlapping(stage.as_ptr().add(HDR), *buf, n);
+                }
+                *placed = true;
+            }
+        }
+    }
 }
 
 /// A message taken off the network early by a probe, waiting to be received.
@@ -119,12 +158,14 @@ enum Pending {
     },
     Recv(Wire),
     /// A receive satisfied from the stash (Imrecv of a probed message, or an
-    /// Irecv matching one); the MPI request is a PROC_NULL receive.
+    /// Irecv matching one); the MPI request is a generalized request. The
+    /// payload was placed in the user's buffer when the receive was posted
+    /// (`n` bytes; `truncated` when it did not fit), so completion needs
+    /// nothing of the datatype.
     FromStash {
         msg: Box<Stashed>,
-        buf: *mut c_void,
-        count: c_int,
-        dt: Datatype,
+        n: usize,
+        truncated: bool,
     },
     /// Persistent send: the header is rewritten by every Start.
     PSend {
@@ -134,7 +175,9 @@ enum Pending {
         active: bool,
     },
     /// Persistent buffered send: Start runs a buffered send and starts a
-    /// PROC_NULL persistent request that stands for it.
+    /// PROC_NULL persistent request that stands for it. `dt` is the shim's
+    /// own duplicate of the application's datatype, which the application
+    /// may free before the request; freed with the request.
     PBsend {
         buf: *const c_void,
         count: c_int,
@@ -227,6 +270,10 @@ pub struct Engine {
     /// in those calls, learned at start-up (`init::measure_native`).
     o_s_spin: u64,
     o_r_spin: u64,
+    /// A private duplicate of MPI_COMM_SELF: a stashed message is placed
+    /// into a derived receive type by sending it to ourselves on it
+    /// (`place_stashed`). Set at MPI_Init.
+    pub self_comm: abi::SharedHandle,
 }
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
@@ -353,6 +400,52 @@ fn as_int(n: usize) -> c_int {
     c_int::try_from(n).unwrap_or(c_int::MAX)
 }
 
+/// Bytes a completed receive's status reports, at any size: MPI_Get_count
+/// says MPI_UNDEFINED above 2^31 - 1 (MPI-4.0 §3.2.5), the _x form does not.
+unsafe fn status_bytes(st: &Status, byte: Datatype) -> usize {
+    let mut n: abi::Count = 0;
+    PMPI_Get_elements_x(st, byte, &mut n);
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// MPI_Pack of `count × dt` at `buf`. MPICH refuses a null input buffer,
+/// and MPI_BOTTOM is null: a datatype of absolute addresses is then packed
+/// from a non-null base through an hindexed wrapper whose displacement
+/// takes the base off again, which names the same bytes (MPI-4.0 §5.1.12).
+unsafe fn pack(
+    buf: *const c_void,
+    count: c_int,
+    dt: Datatype,
+    out: *mut u8,
+    outsize: c_int,
+    pos: &mut c_int,
+    comm: Comm,
+) -> c_int {
+    if buf as usize != abi::BOTTOM || count == 0 {
+        return PMPI_Pack(buf, count, dt, out.cast(), outsize, pos, comm);
+    }
+    let base = out as abi::Aint;
+    let mut t = dt;
+    let rc = PMPI_Type_create_hindexed(1, &count, &-base, dt, &mut t);
+    if !ok(rc) {
+        return rc;
+    }
+    let mut rc = PMPI_Type_commit(&mut t);
+    if ok(rc) {
+        rc = PMPI_Pack(
+            out.cast_const().cast(),
+            1,
+            t,
+            out.cast(),
+            outsize,
+            pos,
+            comm,
+        );
+    }
+    PMPI_Type_free(&mut t);
+    rc
+}
+
 impl Engine {
     pub fn new(cfg: Config, c: Consts, rank: c_int, size: c_int, transit: Transit) -> Engine {
         Engine {
@@ -372,6 +465,7 @@ impl Engine {
             stash_len: AtomicUsize::new(0),
             o_s_spin: cfg.o_s,
             o_r_spin: cfg.o_r,
+            self_comm: abi::SharedHandle(c.comm_null),
             cfg,
             c,
             rank,
@@ -462,11 +556,11 @@ impl Engine {
         hdr.write_to(v.as_mut_ptr());
         let mut pos: c_int = 0;
         if count > 0 {
-            let rc = PMPI_Pack(
+            let rc = pack(
                 buf,
                 count,
                 dt,
-                v.as_mut_ptr().add(HDR).cast(),
+                v.as_mut_ptr().add(HDR),
                 psize,
                 &mut pos,
                 comm,
@@ -759,6 +853,11 @@ impl Engine {
         req: *mut Request,
     ) -> c_int {
         if mode == Mode::Buffered {
+            let mut own = dt;
+            let rc = PMPI_Type_dup(dt, &mut own);
+            if !ok(rc) {
+                return rc;
+            }
             let rc = PMPI_Send_init(
                 std::ptr::null(),
                 0,
@@ -768,13 +867,15 @@ impl Engine {
                 comm,
                 req,
             );
-            if ok(rc) {
+            if !ok(rc) {
+                PMPI_Type_free(&mut own);
+            } else {
                 self.lock().reqs.insert(
                     key(*req),
                     Pending::PBsend {
                         buf,
                         count,
-                        dt,
+                        dt: own,
                         dest,
                         tag,
                         comm,
@@ -936,9 +1037,10 @@ impl Engine {
                 return self.deliver_from_stash(m, buf, count, dt, req, status);
             }
         }
-        let cap = type_size(dt) * u64::try_from(count).unwrap_or(0);
-        let wire = if cap <= self.cfg.inline_max {
-            let n = HDR + usize::try_from(cap).unwrap_or(0);
+        let staged = contiguous_bytes(dt, count, type_size(dt))
+            .filter(|&cap| cap as u64 <= self.cfg.inline_max);
+        let wire = if let Some(cap) = staged {
+            let n = HDR + cap;
             // Blocking receives reuse this thread's buffer; MPI writes it
             // and we read back only the bytes MPI reports as received.
             let mut stage = if req.is_none() {
@@ -955,11 +1057,9 @@ impl Engine {
             stage.set_len(n);
             Wire::Staged {
                 stage,
-                buf,
-                count,
-                dt,
-                comm,
-                unpacked: false,
+                buf: buf.cast(),
+                cap,
+                placed: false,
             }
         } else {
             Wire::Struct {
@@ -1031,13 +1131,8 @@ impl Engine {
         if cancelled != 0 || st.source() == abi::PROC_NULL || st.source() == abi::ANY_SOURCE {
             return abi::SUCCESS;
         }
-        let mut got: c_int = 0;
-        PMPI_Get_count(st, self.c.byte, &mut got);
-        let got = usize::try_from(got).unwrap_or(0);
-        let hdr = match wire {
-            Wire::Staged { stage, .. } => Header::read_from(stage.as_ptr()),
-            Wire::Struct { hdr } => **hdr,
-        };
+        let got = status_bytes(st, self.c.byte);
+        let hdr = wire.header();
         if got < HDR || hdr.magic != MAGIC {
             if is_truncation(rc) {
                 // MPI may drop a truncated message's bytes (MPICH does for
@@ -1049,23 +1144,7 @@ impl Engine {
         }
         let payload = (got - HDR) as u64;
         self.gate(hdr.d, payload, block);
-        if let Wire::Staged {
-            stage,
-            buf,
-            count,
-            dt,
-            comm,
-            unpacked,
-        } = wire
-        {
-            if !*unpacked {
-                // On truncation MPI reports the incoming size, which can
-                // exceed what landed in the stage: unpack only what landed.
-                let landed = stage.len().min(got);
-                self.unpack(&stage[HDR..landed], *buf, *count, *dt, *comm);
-                *unpacked = true;
-            }
-        }
+        wire.place(got);
         PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
         abi::SUCCESS
     }
@@ -1107,34 +1186,51 @@ impl Engine {
         }
     }
 
-    unsafe fn unpack(
+    /// Places a stashed message's payload in the receive buffer, now:
+    /// MPI lets it be written any time before completion, and the datatype
+    /// may be freed before then. Contiguous types take a copy; any other is
+    /// filled by MPI itself, from a message to ourselves on a private
+    /// duplicate of MPI_COMM_SELF (data sent as MPI_PACKED may be received
+    /// with any datatype, MPI-4.0 §5.2.1), so that the basic elements of a
+    /// partial last element land exactly as from the network. Returns the
+    /// bytes placed and whether the message was truncated.
+    unsafe fn place_stashed(
         &self,
-        payload: &[u8],
+        m: &Stashed,
         buf: *mut c_void,
         count: c_int,
         dt: Datatype,
-        comm: Comm,
-    ) {
-        let sz = type_size(dt);
-        if sz == 0 || payload.is_empty() {
-            return;
+    ) -> Result<(usize, bool), c_int> {
+        let size = type_size(dt);
+        let cap = usize::try_from(size * u64::try_from(count).unwrap_or(0)).unwrap_or(usize::MAX);
+        let n = m.payload.len().min(cap);
+        let truncated = m.payload.len() > cap;
+        if n == 0 {
+            return Ok((0, truncated));
         }
-        if let Some(cap) = contiguous_bytes(dt, count, sz) {
-            let n = payload.len().min(cap);
-            std::ptr::copy_nonoverlapping(payload.as_ptr(), buf.cast::<u8>(), n);
-            return;
+        if contiguous_bytes(dt, count, size).is_some() {
+            std::ptr::copy_nonoverlapping(m.payload.as_ptr(), buf.cast::<u8>(), n);
+            return Ok((n, truncated));
         }
-        let n = (payload.len() as u64 / sz).min(u64::try_from(count).unwrap_or(0));
-        let mut pos: c_int = 0;
-        PMPI_Unpack(
-            payload.as_ptr().cast(),
-            as_int(payload.len()),
-            &mut pos,
+        let rc = PMPI_Sendrecv(
+            m.payload.as_ptr().cast(),
+            as_int(n),
+            self.c.packed,
+            0,
+            0,
             buf,
-            c_int::try_from(n).unwrap_or(c_int::MAX),
+            count,
             dt,
-            comm,
+            0,
+            0,
+            self.self_comm.0,
+            status_ignore(),
         );
+        if ok(rc) {
+            Ok((n, truncated))
+        } else {
+            Err(rc)
+        }
     }
 
     /// Delivers a stashed message to a receive.
@@ -1147,6 +1243,10 @@ impl Engine {
         req: Option<*mut Request>,
         status: *mut Status,
     ) -> c_int {
+        let (n, truncated) = match self.place_stashed(&m, buf, count, dt) {
+            Ok(placed) => placed,
+            Err(rc) => return rc,
+        };
         match req {
             Some(r) => {
                 let rc = self.done_request(r);
@@ -1155,9 +1255,8 @@ impl Engine {
                         key(*r),
                         Pending::FromStash {
                             msg: m,
-                            buf,
-                            count,
-                            dt,
+                            n,
+                            truncated,
                         },
                     );
                 }
@@ -1165,7 +1264,7 @@ impl Engine {
             }
             None => {
                 let mut st = Status::zeroed();
-                let rc = self.deliver_stashed(&m, buf, count, dt, &mut st, true);
+                let rc = self.deliver_stashed(&m, n, truncated, &mut st, true);
                 if !abi::status_ignored(status) {
                     st.copy_to(status);
                 }
@@ -1174,20 +1273,17 @@ impl Engine {
         }
     }
 
+    /// Completes the delivery of a placed stashed message: the gate, the
+    /// status, the truncation error.
     unsafe fn deliver_stashed(
         &self,
         m: &Stashed,
-        buf: *mut c_void,
-        count: c_int,
-        dt: Datatype,
+        n: usize,
+        truncated: bool,
         st: &mut Status,
         block: bool,
     ) -> c_int {
         self.gate(m.d, m.payload.len() as u64, block);
-        let cap = type_size(dt) * u64::try_from(count).unwrap_or(0);
-        let truncated = m.payload.len() as u64 > cap;
-        let n = m.payload.len().min(usize::try_from(cap).unwrap_or(0));
-        self.unpack(&m.payload[..n], buf, count, dt, m.comm_h);
         st.set_source(m.source);
         st.set_tag(m.tag);
         PMPI_Status_set_elements_x(st, self.c.byte, n as i64);
@@ -1250,13 +1346,12 @@ impl Engine {
         if msg == self.c.message_no_proc {
             return Ok(false);
         }
-        let mut bytes: c_int = 0;
-        PMPI_Get_count(&st, self.c.byte, &mut bytes);
-        let mut v = vec![0u8; usize::try_from(bytes).unwrap_or(0)];
+        let bytes = status_bytes(&st, self.c.byte);
+        let mut v = vec![0u8; bytes];
         let mut st2 = Status::zeroed();
         let rc = PMPI_Mrecv(
             v.as_mut_ptr().cast(),
-            bytes,
+            as_int(bytes),
             self.c.packed,
             &mut msg,
             &mut st2,
@@ -1472,19 +1567,11 @@ impl Engine {
                 if cancelled != 0 || st.source() == abi::PROC_NULL {
                     return 0;
                 }
-                let mut got: c_int = 0;
-                PMPI_Get_count(st, self.c.byte, &mut got);
-                let payload = usize::try_from(got).unwrap_or(0).saturating_sub(HDR) as u64;
-                let h = match wire {
-                    Wire::Staged { stage, .. } => Header::read_from(stage.as_ptr()),
-                    Wire::Struct { hdr } => **hdr,
-                };
-                gate.ready_at(h.d, payload)
+                let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
+                gate.ready_at(wire.header().d, payload)
             }
             Pending::PRecv { hdr, .. } => {
-                let mut got: c_int = 0;
-                PMPI_Get_count(st, self.c.byte, &mut got);
-                let payload = usize::try_from(got).unwrap_or(0).saturating_sub(HDR) as u64;
+                let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
                 if st.source() == abi::PROC_NULL {
                     0
                 } else {
@@ -1513,12 +1600,9 @@ impl Engine {
                 };
                 self.finish_recv(&mut w, st, block, rc)
             }
-            Pending::FromStash {
-                msg,
-                buf,
-                count,
-                dt,
-            } => self.deliver_stashed(msg, *buf, *count, *dt, st, block),
+            Pending::FromStash { msg, n, truncated } => {
+                self.deliver_stashed(msg, *n, *truncated, st, block)
+            }
         }
     }
 
@@ -1705,8 +1789,8 @@ impl Engine {
                 abi::SUCCESS
             }
             Poll::Ready => {
-                // Complete but not freed: deliver the data now (unpack is
-                // idempotent), report a fixed status, keep the request.
+                // Complete but not freed: deliver the data now (placing is
+                // done once), report a fixed status, keep the request.
                 *flag = 1;
                 let mut st = Status::zeroed();
                 let rc = PMPI_Request_get_status(r, flag, &mut st);
@@ -1734,27 +1818,11 @@ impl Engine {
         }
     }
 
-    /// Unpacks a staged receive and fixes its status without delivering it.
+    /// Places a staged receive and fixes its status without delivering it.
     unsafe fn peek_recv(&self, wire: &mut Wire, st: &mut Status) {
-        let mut got: c_int = 0;
-        PMPI_Get_count(st, self.c.byte, &mut got);
-        let payload = usize::try_from(got).unwrap_or(0).saturating_sub(HDR);
-        if let Wire::Staged {
-            stage,
-            buf,
-            count,
-            dt,
-            comm,
-            unpacked,
-        } = wire
-        {
-            if !*unpacked {
-                let landed = stage.len().min(HDR + payload);
-                self.unpack(&stage[HDR..landed], *buf, *count, *dt, *comm);
-                *unpacked = true;
-            }
-        }
-        PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
+        let got = status_bytes(st, self.c.byte);
+        wire.place(got);
+        PMPI_Status_set_elements_x(st, self.c.byte, got.saturating_sub(HDR) as i64);
     }
 
     pub unsafe fn waitall(&self, n: c_int, reqs: *mut Request, statuses: *mut Status) -> c_int {
@@ -1784,7 +1852,7 @@ impl Engine {
                     if !ignore {
                         let mut st = Status::zeroed();
                         PMPI_Wait(&mut rs[i], &mut st);
-                        st.copy_to(statuses.add(i));
+                        st.copy_to_all(statuses.add(i));
                     }
                     continue;
                 }
@@ -1801,7 +1869,7 @@ impl Engine {
                         st.set_error(rc);
                     }
                     if !ignore {
-                        st.copy_to(statuses.add(i));
+                        st.copy_to_all(statuses.add(i));
                     }
                     done[i] = true;
                     progressed = true;
@@ -1995,7 +2063,7 @@ impl Engine {
                         rs[i] = one[0];
                         *idx.add(out) = as_int(i);
                         if !ignore {
-                            st.copy_to(statuses.add(out));
+                            st.copy_to_all(statuses.add(out));
                         }
                         out += 1;
                         continue;
@@ -2011,7 +2079,7 @@ impl Engine {
                 }
                 *idx.add(out) = as_int(i);
                 if !ignore {
-                    st.copy_to(statuses.add(out));
+                    st.copy_to_all(statuses.add(out));
                 }
                 out += 1;
             }
@@ -2084,6 +2152,12 @@ impl Engine {
         let p = self.lock().reqs.remove(&key(r));
         if let Some(Pending::Coll { k }) = p {
             nb::orphan(k);
+            return PMPI_Request_free(req);
+        }
+        if let Some(Pending::PBsend { mut dt, .. }) = p {
+            // Its buffered sends are already on their own: only the
+            // duplicate datatype is ours to free.
+            PMPI_Type_free(&mut dt);
             return PMPI_Request_free(req);
         }
         if let Some(p) = p {
@@ -2185,15 +2259,7 @@ impl Engine {
         let mut tmp = vec![0u8; usize::try_from(psize).unwrap_or(0)];
         let mut pos: c_int = 0;
         if count > 0 {
-            let rc = PMPI_Pack(
-                buf,
-                count,
-                dt,
-                tmp.as_mut_ptr().cast(),
-                psize,
-                &mut pos,
-                comm,
-            );
+            let rc = pack(buf, count, dt, tmp.as_mut_ptr(), psize, &mut pos, comm);
             if !ok(rc) {
                 return rc;
             }

@@ -1,7 +1,7 @@
 //! Start-up and shut-down: which MPI is this, is the configuration good,
 //! what does the native network cost (transit model), and the report.
 
-use crate::abi::{self, Comm, Consts, Flavour, Status, FLAVOUR};
+use crate::abi::{self, Comm, Consts, Flavour, SharedHandle, Status, FLAVOUR};
 use crate::clock::now;
 use crate::engine::{self, Engine, Mode};
 use crate::log;
@@ -84,11 +84,7 @@ pub fn config_or_exit() -> Config {
     }
 }
 
-static PRIVATE: OnceLock<PrivateComm> = OnceLock::new();
-struct PrivateComm(Comm);
-// SAFETY: a communicator handle is a plain value usable from any thread.
-unsafe impl Send for PrivateComm {}
-unsafe impl Sync for PrivateComm {}
+static PRIVATE: OnceLock<SharedHandle> = OnceLock::new();
 
 /// After the real MPI_Init succeeded: agree on the configuration, learn the
 /// native transit, install the engine.
@@ -107,7 +103,7 @@ pub unsafe fn after_init(cfg: Config) {
     all_ranks_loaded_or_exit(&c, rank);
     let mut private = c.comm_null;
     PMPI_Comm_dup(c.comm_world, &mut private);
-    let _ = PRIVATE.set(PrivateComm(private));
+    let _ = PRIVATE.set(SharedHandle(private));
 
     // Every rank must run with the same knobs: a rank that adds headers
     // talking to one that does not would corrupt messages.
@@ -170,6 +166,7 @@ pub unsafe fn after_init(cfg: Config) {
     }
     let mut e = Engine::new(cfg, c, rank, size, transit);
     e.set_own_costs(native.own_send_ns, native.own_recv_ns);
+    PMPI_Comm_dup(c.comm_self, &mut e.self_comm.0);
     engine::install(e);
 }
 

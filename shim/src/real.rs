@@ -82,7 +82,10 @@ reals! {
     fn PMPI_Type_create_struct(count: c_int, blocklens: *const c_int, displs: *const Aint, types: *const Datatype, new: *mut Datatype);
     fn PMPI_Type_commit(dt: *mut Datatype);
     fn PMPI_Type_free(dt: *mut Datatype);
+    fn PMPI_Type_dup(old: Datatype, new: *mut Datatype);
     fn PMPI_Get_count(st: *const Status, dt: Datatype, count: *mut c_int);
+    fn PMPI_Get_elements_x(st: *const Status, dt: Datatype, count: *mut Count);
+    fn PMPI_Type_create_hindexed(count: c_int, blocklens: *const c_int, displs: *const Aint, old: Datatype, new: *mut Datatype);
     fn PMPI_Status_set_elements_x(st: *mut Status, dt: Datatype, count: Count);
     fn PMPI_Test_cancelled(st: *const Status, flag: *mut c_int);
     fn PMPI_Buffer_detach(buf: *mut c_void, size: *mut c_int);

@@ -1,0 +1,336 @@
+/* p2p_rules.c: point-to-point rules of MPI 4.0 chapter 3 that a shim can
+ * break while the data still "looks" fine. Ranks 0 and 1 take part; any
+ * others only join the final barrier. Expects, under any knobs:
+ *   1. freed datatypes (§5.1.9: "any communication that is currently using
+ *      this datatype will complete normally"): a derived datatype freed
+ *      right after MPI_Irecv / MPI_Isend / MPI_Imrecv, before the Wait,
+ *      still delivers every element to the right place and leaves the
+ *      holes untouched; for a strided vector and a contiguous derived type,
+ *      below and above the shim's staging threshold (16 KiB), and for a
+ *      receive matched to a message the shim already took off the network
+ *      (a probe first);
+ *   2. partial elements (§3.3.1, §5.1.11): a message shorter than one
+ *      element of a derived receive type fills the basic elements that
+ *      arrived, in type-map order, and nothing else; MPI_Get_elements
+ *      counts them and MPI_Get_count says MPI_UNDEFINED. An indexed type of
+ *      1024 one-int blocks (increasing and decreasing displacements) gets a
+ *      4-int message; an hindexed type with zero-length blocks, count 2,
+ *      gets a 6-int message. Through Recv, Irecv+Wait, Probe+Recv and
+ *      Mprobe+Mrecv;
+ *   3. the MPI_ERROR field (§3.2.5: "message-passing calls do not modify the
+ *      value of the error code field of status variables", but for the
+ *      multiple-completion calls): a sentinel stays through Recv, Mprobe,
+ *      Improbe, Mrecv, Wait, Test, Waitany, Testany, Sendrecv and
+ *      Request_get_status (not Probe/Iprobe: native MPICH 4.0 writes it);
+ *   4. MPI_BOTTOM (§5.1.12): a struct datatype built from absolute
+ *      addresses is sent from and received into MPI_BOTTOM, by Send/Recv,
+ *      Isend/Irecv, Bsend, Ssend and Sendrecv_replace, small and large.
+ * Arguments name the sections to run (freed, partial, error, bottom; all
+ * by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
+ * "FAIL p2p_rules rank R: ..." and a non-zero exit. */
+#include "common.h"
+
+#define SENT -777 /* fills holes and untouched slots */
+#define ESENT 12345 /* MPI_ERROR sentinel */
+
+static void set_all(int *b, int n, int v) {
+  for (int i = 0; i < n; i++) b[i] = v;
+}
+
+/* 1. A derived datatype freed while an operation using it is pending. */
+static void freed_types(void) {
+  /* n ints spread with stride 2: 128 ints (512 B, staged by the shim) and
+   * 8192 ints (32 KiB, above LOGGP_INLINE_MAX's default). */
+  static const int ns[] = {128, 8192};
+  for (int k = 0; k < 2; k++) {
+    int n = ns[k];
+    int *b = malloc(sizeof(int) * (size_t)(2 * n));
+    for (int kind = 0; kind < 2; kind++) { /* 0: vector, 1: contiguous */
+      for (int how = 0; how < 3; how++) { /* 0: Irecv, 1: probe first, 2: Mprobe+Imrecv */
+        int tag = 100 + 10 * k + 3 * kind + how;
+        int span = kind == 0 ? 2 * n : n;
+        MPI_Datatype t;
+        if (kind == 0)
+          MPI_OK(MPI_Type_vector(n, 1, 2, MPI_INT, &t));
+        else
+          MPI_OK(MPI_Type_contiguous(n, MPI_INT, &t));
+        MPI_OK(MPI_Type_commit(&t));
+        if (my_rank == 0) {
+          for (int i = 0; i < span; i++) b[i] = kind == 0 ? (i % 2 ? -1 : i / 2 + tag) : i + tag;
+          MPI_Request r;
+          MPI_OK(MPI_Isend(b, 1, t, 1, tag, MPI_COMM_WORLD, &r));
+          MPI_OK(MPI_Type_free(&t));
+          CHECK(t == MPI_DATATYPE_NULL, "Type_free left the handle");
+          MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        } else if (my_rank == 1) {
+          set_all(b, span, SENT);
+          MPI_Request r;
+          MPI_Status st;
+          if (how == 0) {
+            MPI_OK(MPI_Irecv(b, 1, t, 0, tag, MPI_COMM_WORLD, &r));
+          } else if (how == 1) {
+            MPI_OK(MPI_Probe(0, tag, MPI_COMM_WORLD, &st));
+            MPI_OK(MPI_Irecv(b, 1, t, 0, tag, MPI_COMM_WORLD, &r));
+          } else {
+            MPI_Message m;
+            MPI_OK(MPI_Mprobe(0, tag, MPI_COMM_WORLD, &m, &st));
+            MPI_OK(MPI_Imrecv(b, 1, t, &m, &r));
+          }
+          MPI_OK(MPI_Type_free(&t));
+          MPI_OK(MPI_Wait(&r, &st));
+          int got = -1;
+          MPI_OK(MPI_Get_count(&st, MPI_INT, &got));
+          CHECK(got == n, "freed type n=%d kind=%d how=%d: count %d", n, kind, how, got);
+          for (int i = 0; i < span; i++) {
+            int want = kind == 0 ? (i % 2 ? SENT : i / 2 + tag) : i + tag;
+            CHECK(b[i] == want, "freed type n=%d kind=%d how=%d: b[%d] = %d, expected %d", n,
+                  kind, how, i, b[i], want);
+          }
+        } else {
+          MPI_OK(MPI_Type_free(&t));
+        }
+      }
+    }
+    free(b);
+  }
+}
+
+/* 2. A message shorter than one element of the receive type. */
+static void partial_one(MPI_Datatype t, int count, int span, const int *slot, int nsent,
+                        int tag, const char *what) {
+  int *b = malloc(sizeof(int) * (size_t)span);
+  for (int how = 0; how < 4; how++) {
+    if (my_rank == 0) {
+      int v[16];
+      for (int i = 0; i < nsent; i++) v[i] = 1000 * how + i + 1;
+      MPI_OK(MPI_Send(v, nsent, MPI_INT, 1, tag + how, MPI_COMM_WORLD));
+    } else if (my_rank == 1) {
+      set_all(b, span, SENT);
+      MPI_Status st;
+      if (how == 0) {
+        MPI_OK(MPI_Recv(b, count, t, 0, tag + how, MPI_COMM_WORLD, &st));
+      } else if (how == 1) {
+        MPI_Request r;
+        MPI_OK(MPI_Irecv(b, count, t, 0, tag + how, MPI_COMM_WORLD, &r));
+        MPI_OK(MPI_Wait(&r, &st));
+      } else if (how == 2) {
+        MPI_OK(MPI_Probe(0, tag + how, MPI_COMM_WORLD, &st));
+        MPI_OK(MPI_Recv(b, count, t, 0, tag + how, MPI_COMM_WORLD, &st));
+      } else {
+        MPI_Message m;
+        MPI_OK(MPI_Mprobe(0, tag + how, MPI_COMM_WORLD, &m, &st));
+        MPI_OK(MPI_Mrecv(b, count, t, &m, &st));
+      }
+      int el = -1, cnt = -1;
+      MPI_OK(MPI_Get_elements(&st, t, &el));
+      MPI_OK(MPI_Get_count(&st, t, &cnt));
+      CHECK(el == nsent, "%s how=%d: MPI_Get_elements %d, expected %d", what, how, el, nsent);
+      CHECK(cnt == MPI_UNDEFINED, "%s how=%d: MPI_Get_count %d, expected MPI_UNDEFINED", what,
+            how, cnt);
+      int *want = malloc(sizeof(int) * (size_t)span);
+      set_all(want, span, SENT);
+      for (int i = 0; i < nsent; i++) want[slot[i]] = 1000 * how + i + 1;
+      for (int i = 0; i < span; i++)
+        CHECK(b[i] == want[i], "%s how=%d: b[%d] = %d, expected %d", what, how, i, b[i],
+              want[i]);
+      free(want);
+    }
+  }
+  free(b);
+}
+
+static void partial_elements(void) {
+  enum { NB = 1024 };
+  static int disp[NB], ones[NB];
+  int slot[4];
+  for (int dir = 0; dir < 2; dir++) {
+    for (int i = 0; i < NB; i++) {
+      ones[i] = 1;
+      disp[i] = dir == 0 ? 2 * i : 2 * (NB - 1 - i);
+    }
+    MPI_Datatype t;
+    MPI_OK(MPI_Type_indexed(NB, ones, disp, MPI_INT, &t));
+    MPI_OK(MPI_Type_commit(&t));
+    for (int i = 0; i < 4; i++) slot[i] = disp[i];
+    partial_one(t, 1, 2 * NB, slot, 4, 200 + 10 * dir,
+                dir == 0 ? "indexed 1024 blocks" : "indexed 1024 blocks, decreasing");
+    MPI_OK(MPI_Type_free(&t));
+  }
+  /* hindexed {1 int at 0, 0 at 4, 2 ints at 12, 0 at 20, 1 int at 24} B:
+   * 4 ints, extent 28 B (7 ints); count 2 gets 6 ints: all 4 of the first
+   * element and 2 of the second. */
+  int lens[5] = {1, 0, 2, 0, 1};
+  MPI_Aint hd[5] = {0, 4, 12, 20, 24};
+  MPI_Datatype h;
+  MPI_OK(MPI_Type_create_hindexed(5, lens, hd, MPI_INT, &h));
+  MPI_OK(MPI_Type_commit(&h));
+  int hslot[6] = {0, 3, 4, 6, 7 + 0, 7 + 3};
+  partial_one(h, 2, 14, hslot, 6, 240, "hindexed with empty blocks, count 2");
+  MPI_OK(MPI_Type_free(&h));
+}
+
+/* 3. The MPI_ERROR field of single-completion statuses. */
+/* Checks the sentinel, then sets it again for the next call. */
+#define KEEP(st, what)                                                          \
+  do {                                                                          \
+    CHECK((st).MPI_ERROR == ESENT, "%s wrote MPI_ERROR (%d)", what, (st).MPI_ERROR); \
+    (st).MPI_ERROR = ESENT;                                                     \
+  } while (0)
+
+static void error_field(void) {
+  int v = 0, w = 0, flag = 0, idx = -1;
+  MPI_Status st;
+  MPI_Request r;
+  MPI_Message m;
+  if (my_rank == 0) {
+    for (int tag = 300; tag < 310; tag++) MPI_OK(MPI_Send(&tag, 1, MPI_INT, 1, tag, MPI_COMM_WORLD));
+    st.MPI_ERROR = ESENT;
+    MPI_OK(MPI_Sendrecv(&v, 1, MPI_INT, 1, 310, &w, 1, MPI_INT, 1, 311, MPI_COMM_WORLD, &st));
+    KEEP(st, "MPI_Sendrecv");
+  } else if (my_rank == 1) {
+    st.MPI_ERROR = ESENT;
+    MPI_OK(MPI_Recv(&v, 1, MPI_INT, 0, 300, MPI_COMM_WORLD, &st));
+    KEEP(st, "MPI_Recv");
+    /* MPICH 4.0 itself writes MPI_ERROR in Probe and Iprobe (both MPIs
+     * leave it in Mprobe and Improbe): not checked, only called. */
+    MPI_OK(MPI_Probe(0, 301, MPI_COMM_WORLD, &st));
+    do MPI_OK(MPI_Iprobe(0, 301, MPI_COMM_WORLD, &flag, &st));
+    while (!flag);
+    st.MPI_ERROR = ESENT;
+    MPI_OK(MPI_Recv(&v, 1, MPI_INT, 0, 301, MPI_COMM_WORLD, &st));
+    MPI_OK(MPI_Mprobe(0, 302, MPI_COMM_WORLD, &m, &st));
+    KEEP(st, "MPI_Mprobe");
+    MPI_OK(MPI_Mrecv(&v, 1, MPI_INT, &m, &st));
+    KEEP(st, "MPI_Mrecv");
+    do MPI_OK(MPI_Improbe(0, 303, MPI_COMM_WORLD, &flag, &m, &st));
+    while (!flag);
+    KEEP(st, "MPI_Improbe");
+    MPI_OK(MPI_Mrecv(&v, 1, MPI_INT, &m, &st));
+    KEEP(st, "MPI_Mrecv after Improbe");
+    MPI_OK(MPI_Irecv(&v, 1, MPI_INT, 0, 304, MPI_COMM_WORLD, &r));
+    MPI_OK(MPI_Wait(&r, &st));
+    KEEP(st, "MPI_Wait");
+    MPI_OK(MPI_Irecv(&v, 1, MPI_INT, 0, 305, MPI_COMM_WORLD, &r));
+    do MPI_OK(MPI_Test(&r, &flag, &st));
+    while (!flag);
+    KEEP(st, "MPI_Test");
+    MPI_OK(MPI_Irecv(&v, 1, MPI_INT, 0, 306, MPI_COMM_WORLD, &r));
+    MPI_OK(MPI_Waitany(1, &r, &idx, &st));
+    KEEP(st, "MPI_Waitany");
+    MPI_OK(MPI_Irecv(&v, 1, MPI_INT, 0, 307, MPI_COMM_WORLD, &r));
+    do MPI_OK(MPI_Testany(1, &r, &idx, &flag, &st));
+    while (!flag);
+    KEEP(st, "MPI_Testany");
+    MPI_OK(MPI_Irecv(&v, 1, MPI_INT, 0, 308, MPI_COMM_WORLD, &r));
+    do MPI_OK(MPI_Request_get_status(r, &flag, &st));
+    while (!flag);
+    KEEP(st, "MPI_Request_get_status");
+    MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    CHECK(v == 308, "Request_get_status then Wait: got %d", v);
+    MPI_OK(MPI_Recv(&v, 1, MPI_INT, 0, 309, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    st.MPI_ERROR = ESENT;
+    MPI_OK(MPI_Sendrecv(&v, 1, MPI_INT, 0, 311, &w, 1, MPI_INT, 0, 310, MPI_COMM_WORLD, &st));
+    KEEP(st, "MPI_Sendrecv");
+  }
+}
+
+/* 4. Absolute addresses on MPI_BOTTOM. */
+static void bottom(void) {
+  static const int ns[] = {4, 6000}; /* 3 blocks of n ints: 48 B and 72 KB */
+  for (int k = 0; k < 2; k++) {
+    int n = ns[k];
+    int *a = malloc(sizeof(int) * (size_t)n), *b = malloc(sizeof(int) * (size_t)n);
+    double *c = malloc(sizeof(double) * (size_t)n);
+    int lens[3] = {n, n, n};
+    MPI_Aint disp[3];
+    MPI_Datatype types[3] = {MPI_INT, MPI_INT, MPI_DOUBLE}, t;
+    MPI_Get_address(a, &disp[0]);
+    MPI_Get_address(b, &disp[1]);
+    MPI_Get_address(c, &disp[2]);
+    MPI_OK(MPI_Type_create_struct(3, lens, disp, types, &t));
+    MPI_OK(MPI_Type_commit(&t));
+    int bsize = 0;
+    MPI_OK(MPI_Pack_size(1, t, MPI_COMM_WORLD, &bsize));
+    bsize += 4 * MPI_BSEND_OVERHEAD + 1024;
+    void *battach = malloc((size_t)bsize);
+    for (int mode = 0; mode < 5; mode++) { /* Send, Isend, Bsend, Ssend, Sendrecv_replace */
+      int tag = 400 + 10 * k + mode;
+      if (my_rank == 0) {
+        for (int i = 0; i < n; i++) {
+          a[i] = tag + i;
+          b[i] = -tag - i;
+          c[i] = 0.5 * (tag + i);
+        }
+        MPI_Request r;
+        switch (mode) {
+        case 0: MPI_OK(MPI_Send(MPI_BOTTOM, 1, t, 1, tag, MPI_COMM_WORLD)); break;
+        case 1:
+          MPI_OK(MPI_Isend(MPI_BOTTOM, 1, t, 1, tag, MPI_COMM_WORLD, &r));
+          MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+          break;
+        case 2:
+          MPI_OK(MPI_Buffer_attach(battach, bsize));
+          MPI_OK(MPI_Bsend(MPI_BOTTOM, 1, t, 1, tag, MPI_COMM_WORLD));
+          MPI_OK(MPI_Buffer_detach(&battach, &bsize));
+          break;
+        case 3: MPI_OK(MPI_Ssend(MPI_BOTTOM, 1, t, 1, tag, MPI_COMM_WORLD)); break;
+        default:
+          MPI_OK(MPI_Sendrecv_replace(MPI_BOTTOM, 1, t, 1, tag, 1, tag, MPI_COMM_WORLD,
+                                      MPI_STATUS_IGNORE));
+          for (int i = 0; i < n; i++)
+            CHECK(a[i] == 2 * tag + i && b[i] == -2 * tag - i && c[i] == 0.25 * (tag + i),
+                  "Sendrecv_replace on MPI_BOTTOM n=%d: element %d wrong", n, i);
+        }
+      } else if (my_rank == 1) {
+        for (int i = 0; i < n; i++) a[i] = b[i] = SENT, c[i] = -1.0;
+        if (mode == 4) {
+          for (int i = 0; i < n; i++) {
+            a[i] = 2 * tag + i;
+            b[i] = -2 * tag - i;
+            c[i] = 0.25 * (tag + i);
+          }
+          MPI_OK(MPI_Sendrecv_replace(MPI_BOTTOM, 1, t, 0, tag, 0, tag, MPI_COMM_WORLD,
+                                      MPI_STATUS_IGNORE));
+        } else if (mode == 1) {
+          MPI_Request r;
+          MPI_OK(MPI_Irecv(MPI_BOTTOM, 1, t, 0, tag, MPI_COMM_WORLD, &r));
+          MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        } else {
+          MPI_OK(MPI_Recv(MPI_BOTTOM, 1, t, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        }
+        for (int i = 0; i < n; i++)
+          CHECK(a[i] == tag + i && b[i] == -tag - i && c[i] == 0.5 * (tag + i),
+                "MPI_BOTTOM n=%d mode=%d: element %d wrong (%d %d %g)", n, mode, i, a[i], b[i],
+                c[i]);
+      }
+    }
+    MPI_OK(MPI_Type_free(&t));
+    free(battach);
+    free(a);
+    free(b);
+    free(c);
+  }
+}
+
+int main(int argc, char **argv) {
+  init_common("p2p_rules", &argc, &argv);
+  int np;
+  MPI_Comm_size(MPI_COMM_WORLD, &np);
+  /* Sections by name (freed, partial, error, bottom); all by default. */
+  int all = argc < 2;
+  for (int i = 1; i < argc; i++) all |= !strcmp(argv[i], "all");
+#define SECTION(name, fn)                                                     \
+  do {                                                                        \
+    int on_ = all;                                                            \
+    for (int i_ = 1; i_ < argc; i_++) on_ |= !strcmp(argv[i_], name);         \
+    if (on_) fn();                                                            \
+  } while (0)
+  SECTION("freed", freed_types);
+  SECTION("partial", partial_elements);
+  SECTION("error", error_field);
+  SECTION("bottom", bottom);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (my_rank == 0) printf("p2p_rules: PASS np=%d checks=%ld\n", np, n_checks);
+  MPI_Finalize();
+  return 0;
+}
