@@ -139,3 +139,32 @@ fn p2p_rules_openmpi() {
 fn p2p_rules_mpich() {
     run_all(Mpi::Mpich, "p2p_rules", &[2, 3], "p2p_rules: PASS", false);
 }
+
+/// A 2.16 GB message (above 2^31 bytes), natively and with every knob:
+/// the shim must find its header and report counts as MPI does
+/// (`MPI_Get_count` in bytes is MPI_UNDEFINED).
+fn big(mpi: Mpi) {
+    for (name, via, vars) in [
+        ("native (no shim)", Via::Native, vec![]),
+        ("shim, every knob", Via::Direct, ALL_KNOBS.to_vec()),
+    ] {
+        let out = Job::new(mpi, "big").np(2).via(via).vars(&vars).run();
+        assert!(
+            out.success() && out.stdout.contains("big: PASS"),
+            "big {} {name}: expected exit 0 and \"big: PASS\"\n{}",
+            mpi.name(),
+            out.describe()
+        );
+        eprintln!("ok: big {} {name} ({:.2} s)", mpi.name(), out.elapsed.as_secs_f64());
+    }
+}
+
+#[test]
+fn above_2gib_openmpi() {
+    big(Mpi::OpenMpi);
+}
+
+#[test]
+fn above_2gib_mpich() {
+    big(Mpi::Mpich);
+}
