@@ -155,7 +155,11 @@ fn big(mpi: Mpi) {
             mpi.name(),
             out.describe()
         );
-        eprintln!("ok: big {} {name} ({:.2} s)", mpi.name(), out.elapsed.as_secs_f64());
+        eprintln!(
+            "ok: big {} {name} ({:.2} s)",
+            mpi.name(),
+            out.elapsed.as_secs_f64()
+        );
     }
 }
 

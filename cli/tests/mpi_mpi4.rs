@@ -5,16 +5,15 @@
 //! - large-count calls (`MPI_Send_c`, `MPI_Recv_c`, `MPI_Isend_c`,
 //!   `MPI_Irecv_c`) mixed with the classic ones keep every byte and status,
 //!   and feel `L` like the classic calls;
-//! - `MPI_Isendrecv` and `MPI_Isendrecv_replace` either work or stop the job
-//!   with a `loggp-shim:` line naming the call (no crash, no wrong data).
+//! - `MPI_Isendrecv` and `MPI_Isendrecv_replace` work under virtual time
+//!   and every knob, and an Isendrecv exchange feels `L` once, like an
+//!   Isend + Irecv pair.
 //!
 //! Run: `bash scripts/build.sh && cargo test -p loggp --test mpi_mpi4`
 
 mod common;
 
 use common::{retry, Job, Mpi, Outcome, Via};
-
-const SENDRECV: [&str; 2] = ["MPI_Isendrecv", "MPI_Isendrecv_replace"];
 
 /// `part`: "c" runs the large-count calls only, "all" adds
 /// MPI_Isendrecv(_replace).
@@ -26,40 +25,48 @@ fn job(via: Via, vars: &[(&str, &str)], part: &str) -> Outcome {
         .run()
 }
 
-/// Either `mpi4: PASS`, or a clean refusal of the MPI-4 send-receive calls:
-/// non-zero exit, no crash, `loggp-shim:` lines (one per rank at most, all
-/// the same) naming one of them.
-fn passes_or_refuses_cleanly(out: &Outcome, what: &str) {
-    if out.success() && out.stdout.contains("mpi4: PASS") {
-        return;
-    }
-    let lines = out.shim_lines();
-    let clean = !out.success()
-        && !out.timed_out
-        && !out.crashed()
-        && !out.stderr.contains("FAIL mpi4")
-        && !lines.is_empty()
-        && lines.len() <= 2
-        && lines.iter().all(|l| l == &lines[0])
-        && SENDRECV.iter().any(|f| lines[0].contains(f));
-    assert!(
-        clean,
-        "{what}: expected \"mpi4: PASS\", or a non-zero exit with a loggp-shim line naming \
-         MPI_Isendrecv(_replace) and no crash or data error\n{}",
-        out.describe()
-    );
-}
-
 #[test]
 fn mpi4_calls_keep_data_mpich() {
     job(Via::Native, &[], "all").expect_pass("mpi4: PASS");
     // The shim at zero is a pass-through: everything must work.
     job(Via::Direct, &[], "all").expect_pass("mpi4: PASS");
-    // Under virtual time the large-count calls must work ...
-    job(Via::Direct, &[("LOGGP_VT", "on")], "c").expect_pass("mpi4: PASS");
-    // ... and Isendrecv either works or is refused cleanly.
-    let out = job(Via::Direct, &[("LOGGP_VT", "on")], "all");
-    passes_or_refuses_cleanly(&out, "LOGGP_VT=on");
+    // Under virtual time, and with every knob set, everything must work.
+    job(Via::Direct, &[("LOGGP_VT", "on")], "all").expect_pass("mpi4: PASS");
+    let every = [
+        ("LOGGP_L", "2us"),
+        ("LOGGP_O_S", "1us"),
+        ("LOGGP_O_R", "1us"),
+        ("LOGGP_G_S", "3us"),
+        ("LOGGP_G_R", "3us"),
+        ("LOGGP_G", "1GB/s"),
+    ];
+    job(Via::Direct, &every, "all").expect_pass("mpi4: PASS");
+}
+
+#[test]
+fn isendrecv_feels_l_once_mpich() {
+    retry(3, "MPI_Isendrecv with L=+20us", || {
+        let native = job(Via::Native, &[], "all");
+        native.expect_pass("mpi4: PASS");
+        let n_min = native.num("isendrecv_us_min");
+        let out = job(Via::Loggp, &[("LOGGP_L", "+20us")], "all");
+        out.expect_pass("mpi4: PASS");
+        let (s, s_p10) = (out.num("isendrecv_us"), out.num("isendrecv_us_p10"));
+        // One message each way per exchange, both in flight at once: L is
+        // felt once (+20), not twice (+40, the knob applied to both halves
+        // in turn) and not zero times (bypassed).
+        if s - n_min >= 19.8 && s_p10 - n_min < 35.0 {
+            Ok(format!(
+                "native min {n_min:.3} us, L=+20us median {s:.3} us"
+            ))
+        } else {
+            Err(format!(
+                "8-byte Isendrecv exchange native min {n_min:.3} us, with L=+20us median \
+                 {s:.3} us (p10 {s_p10:.3}): expected median >= native min + 19.8, \
+                 p10 < native min + 35"
+            ))
+        }
+    });
 }
 
 #[test]

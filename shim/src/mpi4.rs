@@ -5,7 +5,9 @@
 //! one line while virtual time is on. With virtual time off all pass through.
 //!
 //! Large-count (`_c`) calls whose count fits in an `int` use the engine's
-//! ordinary path; larger counts are refused.
+//! ordinary path; larger counts are refused. `MPI_Isendrecv(_replace)` is
+//! an Isend + Irecv pair of the engine's under one request (`coll::nb`).
+//! Partitioned communication is refused.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 use crate::abi::{self, Comm, Count, Datatype, Handle, Message, Request, Status};
@@ -232,7 +234,9 @@ mpi_fn!(MPI_Isendrecv / PMPI_Isendrecv (sbuf: *const c_void,
             sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, req,
         );
     }
-    refuse("MPI_Isendrecv")
+    engine::get().isendrecv(
+        sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, Vec::new(), req,
+    )
 });
 
 mpi_fn!(MPI_Isendrecv_c / PMPI_Isendrecv_c (sbuf: *const c_void,
@@ -252,7 +256,12 @@ mpi_fn!(MPI_Isendrecv_c / PMPI_Isendrecv_c (sbuf: *const c_void,
             sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, req,
         );
     }
-    refuse("MPI_Isendrecv_c")
+    match (small(scount), small(rcount)) {
+        (Some(s), Some(r)) => engine::get().isendrecv(
+            sbuf, s, sdt, dest, stag, rbuf, r, rdt, src, rtag, comm, Vec::new(), req,
+        ),
+        _ => refuse("MPI_Isendrecv_c with a count above 2^31-1"),
+    }
 });
 
 mpi_fn!(MPI_Isendrecv_replace / PMPI_Isendrecv_replace (buf: *mut c_void,
@@ -267,7 +276,7 @@ mpi_fn!(MPI_Isendrecv_replace / PMPI_Isendrecv_replace (buf: *mut c_void,
     if !active() {
         return real::PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req);
     }
-    refuse("MPI_Isendrecv_replace")
+    engine::get().isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req)
 });
 
 mpi_fn!(MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c (buf: *mut c_void,
@@ -282,7 +291,10 @@ mpi_fn!(MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c (buf: *mut c_void,
     if !active() {
         return real::PMPI_Isendrecv_replace_c(buf, count, dt, dest, stag, src, rtag, comm, req);
     }
-    refuse("MPI_Isendrecv_replace_c")
+    match small(count) {
+        Some(n) => engine::get().isendrecv_replace(buf, n, dt, dest, stag, src, rtag, comm, req),
+        None => refuse("MPI_Isendrecv_replace_c with a count above 2^31-1"),
+    }
 });
 
 mpi_fn!(MPI_Psend_init / PMPI_Psend_init (buf: *const c_void,

@@ -18,7 +18,7 @@
 //! progress rule requires.
 
 use super::ctx::R;
-use crate::abi::{self, key, Request};
+use crate::abi::{self, key, Request, Status};
 use crate::engine;
 use crate::real;
 use std::cell::Cell;
@@ -41,6 +41,9 @@ struct Job {
     /// The application freed the request (MPI_Request_free): the job runs
     /// to completion and is then forgotten.
     orphan: bool,
+    /// The status its completion reports (an Isendrecv's receive), written
+    /// by the future; a collective's is empty.
+    status: Option<Arc<Mutex<Status>>>,
 }
 
 // SAFETY: the futures hold raw pointers to application buffers and MPI
@@ -77,6 +80,55 @@ pub fn running() -> bool {
 /// advances it once (so that its first messages leave in the initiating
 /// call, as a native library's would).
 pub unsafe fn spawn(fut: Fut, req: *mut Request) -> c_int {
+    spawn_with(fut, req, None)
+}
+
+/// Completes when both requests of an Isendrecv (`[send, recv]`, the
+/// engine's) have completed in the emulated machine; the receive's status
+/// goes to `st`.
+#[cfg_attr(ompi, allow(dead_code))] // MPI_Isendrecv is MPICH's alone (MPI-4).
+struct Pair {
+    reqs: [Request; 2],
+    st: Arc<Mutex<Status>>,
+}
+
+impl Future for Pair {
+    type Output = R;
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<R> {
+        let mut flag: c_int = 0;
+        let mut sts = [Status::zeroed(); 2];
+        // SAFETY: the requests are live requests made by the engine.
+        let rc = unsafe {
+            engine::get().testall(2, self.reqs.as_mut_ptr(), &mut flag, sts.as_mut_ptr())
+        };
+        if flag == 0 && rc == abi::SUCCESS {
+            return Poll::Pending;
+        }
+        *self.st.lock().unwrap_or_else(|e| e.into_inner()) = sts[1];
+        match engine::Engine::pair_rc(rc, &sts) {
+            abi::SUCCESS => Poll::Ready(Ok(())),
+            e => Poll::Ready(Err(e)),
+        }
+    }
+}
+
+/// Runs an Isendrecv's two requests as a job of request `*req`; `keep`
+/// (the packed copy of an Isendrecv_replace) lives until it completes.
+#[cfg_attr(ompi, allow(dead_code))]
+pub unsafe fn spawn_pair(reqs: [Request; 2], keep: Vec<u8>, req: *mut Request) -> c_int {
+    let st = Arc::new(Mutex::new(Status::zeroed()));
+    let pair = Pair {
+        reqs,
+        st: st.clone(),
+    };
+    let fut = async move {
+        let _keep = keep;
+        pair.await
+    };
+    spawn_with(Box::pin(fut), req, Some(st))
+}
+
+unsafe fn spawn_with(fut: Fut, req: *mut Request, status: Option<Arc<Mutex<Status>>>) -> c_int {
     let e = engine::get();
     let rc = engine::start_grequest(req);
     if rc != abi::SUCCESS {
@@ -89,6 +141,7 @@ pub unsafe fn spawn(fut: Fut, req: *mut Request) -> c_int {
         fut: Some(fut),
         rc: None,
         orphan: false,
+        status,
     }));
     RUNNING.fetch_add(1, Ordering::Relaxed);
     jobs().push((k, job));
@@ -165,8 +218,9 @@ pub fn done(k: usize) -> bool {
     find(k).is_none_or(|j| lock(&j).fut.is_none())
 }
 
-/// The result of the finished job of `k`, which is forgotten.
-pub fn finish(k: usize) -> c_int {
+/// The result of the finished job of `k`, which is forgotten; its status,
+/// if it has one, goes to `st`.
+pub fn finish(k: usize, st: &mut Status) -> c_int {
     let mut all = jobs();
     let Some(i) = all.iter().position(|(x, _)| *x == k) else {
         return abi::SUCCESS;
@@ -174,6 +228,9 @@ pub fn finish(k: usize) -> c_int {
     let (_, j) = all.remove(i);
     drop(all);
     let g = lock(&j);
+    if let Some(s) = &g.status {
+        *st = *s.lock().unwrap_or_else(|e| e.into_inner());
+    }
     g.rc.unwrap_or(abi::SUCCESS)
 }
 
@@ -187,7 +244,7 @@ pub fn orphan(k: usize) {
             g.fut.is_none()
         };
         if finished {
-            finish(k);
+            finish(k, &mut Status::zeroed());
         }
     }
 }
