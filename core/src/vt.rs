@@ -215,21 +215,16 @@ impl RecvGate {
         }
     }
 
-    /// Delivers the message if it may be delivered at `now`; records the
-    /// delivery. Otherwise returns the time it becomes deliverable.
-    pub fn try_deliver(&mut self, now: u64, d: u64, bytes: u64) -> Result<(), u64> {
-        let r = self.ready_at(d, bytes);
-        if now >= r {
-            self.last_delivery = Some(now);
-            Ok(())
-        } else {
-            Err(r)
-        }
-    }
-
-    /// Records a delivery at `r` decided by the caller (after waiting).
-    pub fn delivered(&mut self, r: u64) {
+    /// Reserves the delivery of a message natively complete at `now`: its
+    /// delivery time `r = max(now, ready_at)` is decided and recorded in
+    /// one step, so the caller may wait for `r` after releasing whatever
+    /// lock guards the gate. Deciding, waiting and only then recording let
+    /// two threads (MPI_THREAD_MULTIPLE) both read the same last delivery
+    /// and deliver less than `g_r` apart; reservations never do.
+    pub fn reserve(&mut self, now: u64, d: u64, bytes: u64) -> u64 {
+        let r = now.max(self.ready_at(d, bytes));
         self.last_delivery = Some(self.last_delivery.map_or(r, |l| l.max(r)));
+        r
     }
 }
 
@@ -321,20 +316,70 @@ mod tests {
     fn overlap_hides_latency() {
         // Message departed at 0 with L=50us; receiver asks at 200us: no delay.
         let mut g = RecvGate::new(&cfg(|c| c.l = 50_000), Transit::default());
-        assert_eq!(g.try_deliver(200_000, 0, 8), Ok(()));
-        // With L=500us it is not there yet at 200us.
+        assert_eq!(g.reserve(200_000, 0, 8), 200_000);
+        // With L=500us it is not there yet at 200us: delivered at 500us.
         let mut g = RecvGate::new(&cfg(|c| c.l = 500_000), Transit::default());
-        assert_eq!(g.try_deliver(200_000, 0, 8), Err(500_000));
+        assert_eq!(g.reserve(200_000, 0, 8), 500_000);
     }
 
     #[test]
     fn g_r_spaces_deliveries() {
         let mut g = RecvGate::new(&cfg(|c| c.g_r = 20_000), Transit::default());
-        assert_eq!(g.try_deliver(0, 0, 8), Ok(()));
-        assert_eq!(g.try_deliver(1_000, 0, 8), Err(20_000));
-        g.delivered(20_000);
+        assert_eq!(g.reserve(0, 0, 8), 0);
+        assert_eq!(g.reserve(1_000, 0, 8), 20_000);
         assert_eq!(g.ready_at(0, 8), 40_000);
-        assert_eq!(g.try_deliver(50_000, 0, 8), Ok(()));
+        assert_eq!(g.reserve(50_000, 0, 8), 50_000);
+    }
+
+    /// Two threads gate at once: whatever the interleaving of their
+    /// reservations, the deliveries are `g_r` apart. (The engine used to
+    /// compute `ready_at`, drop the lock, wait, and record afterwards:
+    /// both threads then read the same last delivery and could deliver
+    /// together.)
+    #[test]
+    fn concurrent_reservations_stay_g_r_apart() {
+        let g_r = 20_000;
+        for order in [[0usize, 1], [1, 0]] {
+            let mut g = RecvGate::new(&cfg(|c| c.g_r = g_r), Transit::default());
+            // Thread 0's message is ready at 100us, thread 1's at 50us;
+            // both reach the gate at 10us.
+            let d = [100_000, 50_000];
+            let mut r = [0u64; 2];
+            for &k in &order {
+                r[k] = g.reserve(10_000, d[k], 0);
+            }
+            assert!(r[0].abs_diff(r[1]) >= g_r, "order {order:?}: {r:?}");
+            assert!(r[0] >= 100_000 && r[1] >= 50_000, "order {order:?}: {r:?}");
+        }
+        // Real threads through a mutex, as in the engine.
+        let gate = std::sync::Mutex::new(RecvGate::new(&cfg(|c| c.g_r = g_r), Transit::default()));
+        let all: Vec<u64> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4u64)
+                .map(|t| {
+                    let gate = &gate;
+                    s.spawn(move || {
+                        (0..250u64)
+                            .map(|i| {
+                                gate.lock()
+                                    .unwrap()
+                                    .reserve(i * 1_000, t * 7 + i * 3_000, 8)
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+        });
+        let mut sorted = all.clone();
+        sorted.sort_unstable();
+        for w in sorted.windows(2) {
+            assert!(
+                w[1] - w[0] >= g_r,
+                "two deliveries {} and {} ns",
+                w[0],
+                w[1]
+            );
+        }
     }
 
     #[test]

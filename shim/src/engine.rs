@@ -1162,24 +1162,22 @@ impl Engine {
         log::abort_job(Some(&msg), self.c.comm_world)
     }
 
-    /// Waits (when `block`) until the message may be delivered, records the
-    /// delivery and spends o_r.
+    /// Reserves the message's delivery time at the gate (one step under
+    /// the lock, `RecvGate::reserve`), waits for it when `block`, and
+    /// spends o_r.
     fn gate(&self, d: u64, payload: u64, block: bool) {
         let t = now();
-        let mut st = self.lock();
-        st.recvs += 1;
-        st.bytes_recv += payload;
-        let ready = st.gate.ready_at(d, payload);
-        if ready > t && block {
-            drop(st);
-            wait_until(ready);
+        let r = {
+            let mut st = self.lock();
+            st.recvs += 1;
+            st.bytes_recv += payload;
+            st.gate.reserve(t, d, payload)
+        };
+        if r > t && block {
+            wait_until(r);
             self.counters
                 .gate_wait_ns
-                .fetch_add(ready - t, Ordering::Relaxed);
-            self.lock().gate.delivered(ready);
-        } else {
-            st.gate.delivered(t.max(ready));
-            drop(st);
+                .fetch_add(r - t, Ordering::Relaxed);
         }
         if self.o_r_spin > 0 {
             spin_for(self.o_r_spin);
