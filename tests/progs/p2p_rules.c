@@ -24,9 +24,13 @@
  *      Request_get_status (not Probe/Iprobe: native MPICH 4.0 writes it);
  *   4. MPI_BOTTOM (§5.1.12): a struct datatype built from absolute
  *      addresses is sent from and received into MPI_BOTTOM, by Send/Recv,
- *      Isend/Irecv, Bsend, Ssend and Sendrecv_replace, small and large.
- * Arguments name the sections to run (freed, partial, error, bottom; all
- * by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
+ *      Isend/Irecv, Bsend, Ssend and Sendrecv_replace, small and large;
+ *   5. a communicator freed with two receives pending on it (below and
+ *      above the staging threshold) still gets both messages; persistent
+ *      Send_init, Bsend_init and Recv_init whose vector datatype was freed
+ *      right after creation deliver it at every Start.
+ * Arguments name the sections to run (freed, partial, error, bottom, comm;
+ * all by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
  * "FAIL p2p_rules rank R: ..." and a non-zero exit. */
 #include "common.h"
 
@@ -312,6 +316,81 @@ static void bottom(void) {
   }
 }
 
+/* 5. A communicator freed with a receive pending (MPI-4.0 §6.4.3: "pending
+ * operations ... complete normally"), and persistent requests whose
+ * datatype was freed after their creation: each Start still sends and
+ * receives it (§5.1.9), including a persistent buffered send. */
+static void freed_comm_and_persistent(void) {
+  enum { N = 64 };
+  int v[2 * N], w[2 * N];
+  MPI_Comm c;
+  MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+  if (my_rank == 1) {
+    MPI_Request r[2];
+    set_all(v, N, SENT);
+    w[0] = 0;
+    MPI_OK(MPI_Irecv(v, N, MPI_INT, 0, 500, c, &r[0]));
+    static int big[8192];
+    MPI_OK(MPI_Irecv(big, 8192, MPI_INT, 0, 501, c, &r[1]));
+    MPI_OK(MPI_Comm_free(&c));
+    MPI_OK(MPI_Send(w, 1, MPI_INT, 0, 502, MPI_COMM_WORLD)); /* now send */
+    MPI_OK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < N; i++) CHECK(v[i] == 500 + i, "Comm_free: v[%d] = %d", i, v[i]);
+    for (int i = 0; i < 8192; i += 97)
+      CHECK(big[i] == 501 + i, "Comm_free: big[%d] = %d", i, big[i]);
+  } else if (my_rank == 0) {
+    static int big[8192];
+    for (int i = 0; i < N; i++) v[i] = 500 + i;
+    for (int i = 0; i < 8192; i++) big[i] = 501 + i;
+    MPI_OK(MPI_Recv(w, 1, MPI_INT, 1, 502, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Send(v, N, MPI_INT, 1, 500, c));
+    MPI_OK(MPI_Send(big, 8192, MPI_INT, 1, 501, c));
+    MPI_OK(MPI_Comm_free(&c));
+  } else {
+    MPI_OK(MPI_Comm_free(&c));
+  }
+
+  /* Persistent: a vector of N ints with stride 2, freed after *_init. */
+  int bsize = 4 * (int)sizeof(v) + 4 * MPI_BSEND_OVERHEAD;
+  void *battach = malloc((size_t)bsize);
+  MPI_OK(MPI_Buffer_attach(battach, bsize));
+  for (int mode = 0; mode < 2; mode++) { /* 0: Send_init, 1: Bsend_init */
+    MPI_Datatype t;
+    MPI_OK(MPI_Type_vector(N, 1, 2, MPI_INT, &t));
+    MPI_OK(MPI_Type_commit(&t));
+    MPI_Request r = MPI_REQUEST_NULL;
+    int tag = 510 + mode;
+    if (my_rank == 0) {
+      if (mode == 0)
+        MPI_OK(MPI_Send_init(v, 1, t, 1, tag, MPI_COMM_WORLD, &r));
+      else
+        MPI_OK(MPI_Bsend_init(v, 1, t, 1, tag, MPI_COMM_WORLD, &r));
+    } else if (my_rank == 1) {
+      MPI_OK(MPI_Recv_init(v, 1, t, 0, tag, MPI_COMM_WORLD, &r));
+    }
+    MPI_OK(MPI_Type_free(&t));
+    for (int round = 0; round < 3; round++) {
+      if (my_rank == 0) {
+        for (int i = 0; i < 2 * N; i++) v[i] = i % 2 ? -1 : 1000 * round + tag + i / 2;
+        MPI_OK(MPI_Start(&r));
+        MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+      } else if (my_rank == 1) {
+        set_all(v, 2 * N, SENT);
+        MPI_OK(MPI_Start(&r));
+        MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        for (int i = 0; i < 2 * N; i++) {
+          int want = i % 2 ? SENT : 1000 * round + tag + i / 2;
+          CHECK(v[i] == want, "persistent mode=%d round=%d: v[%d] = %d, expected %d", mode,
+                round, i, v[i], want);
+        }
+      }
+    }
+    if (r != MPI_REQUEST_NULL) MPI_OK(MPI_Request_free(&r));
+  }
+  MPI_OK(MPI_Buffer_detach(&battach, &bsize));
+  free(battach);
+}
+
 int main(int argc, char **argv) {
   init_common("p2p_rules", &argc, &argv);
   int np;
@@ -329,6 +408,7 @@ int main(int argc, char **argv) {
   SECTION("partial", partial_elements);
   SECTION("error", error_field);
   SECTION("bottom", bottom);
+  SECTION("comm", freed_comm_and_persistent);
   MPI_Barrier(MPI_COMM_WORLD);
   if (my_rank == 0) printf("p2p_rules: PASS np=%d checks=%ld\n", np, n_checks);
   MPI_Finalize();
