@@ -234,6 +234,10 @@ struct State {
     next_message: usize,
     /// Buffered sends in flight (our own buffering; see `bsend`).
     bsends: Vec<(Request, Vec<u8>)>,
+    /// Staged receives the application freed while active
+    /// (MPI_Request_free): the shim keeps their requests and places the
+    /// data when they complete (`reap_freed`).
+    freed: Vec<(Request, Wire)>,
     /// Counters for the report, kept under the lock the hot path already
     /// takes (no extra atomics per message).
     sends: u64,
@@ -265,6 +269,8 @@ pub struct Engine {
     pub transit: Transit,
     state: Mutex<State>,
     stash_len: AtomicUsize,
+    /// Length of `State::freed`: its whole cost while it is empty.
+    freed_len: AtomicUsize,
     pub counters: Counters,
     /// Spin per send and per delivery: o_s and o_r less the shim's own cost
     /// in those calls, learned at start-up (`init::measure_native`).
@@ -457,12 +463,14 @@ impl Engine {
                 messages: HashMap::new(),
                 next_message: 1,
                 bsends: Vec::new(),
+                freed: Vec::new(),
                 sends: 0,
                 recvs: 0,
                 bytes_sent: 0,
                 bytes_recv: 0,
             }),
             stash_len: AtomicUsize::new(0),
+            freed_len: AtomicUsize::new(0),
             o_s_spin: cfg.o_s,
             o_r_spin: cfg.o_r,
             self_comm: abi::SharedHandle(c.comm_null),
@@ -742,6 +750,8 @@ impl Engine {
 
     /// Completes every buffered send (Buffer_detach, Finalize).
     pub fn flush_bsends(&self) {
+        // SAFETY: freed receives are live requests of ours.
+        unsafe { self.reap_freed_now(true) };
         let mut st = self.lock();
         Self::reap_bsends(&mut st, true);
     }
@@ -1017,6 +1027,7 @@ impl Engine {
         req: Option<*mut Request>,
         status: *mut Status,
     ) -> c_int {
+        self.reap_freed();
         if req.is_none() && nb::running() {
             // See `send`.
             let mut r = self.c.request_null;
@@ -1388,6 +1399,7 @@ impl Engine {
         if src == abi::PROC_NULL {
             return Ok(None);
         }
+        self.reap_freed();
         for attempt in 0..2 {
             {
                 let mut s = self.lock();
@@ -1546,8 +1558,11 @@ impl Engine {
 
     // --------------------------------------------------------- completion
 
-    /// True when some request in `reqs` is tracked by the shim.
+    /// True when some request in `reqs` is tracked by the shim. Every
+    /// multiple-completion call starts here, so freed receives are reaped
+    /// here too.
     unsafe fn any_tracked(&self, reqs: &[Request]) -> bool {
+        self.reap_freed();
         let st = self.lock();
         !st.reqs.is_empty() && reqs.iter().any(|r| st.reqs.contains_key(&key(*r)))
     }
@@ -1659,6 +1674,7 @@ impl Engine {
     }
 
     pub unsafe fn wait(&self, req: *mut Request, status: *mut Status) -> c_int {
+        self.reap_freed();
         let r = *req;
         if r == self.c.request_null {
             return PMPI_Wait(req, status);
@@ -1753,6 +1769,7 @@ impl Engine {
     }
 
     pub unsafe fn test(&self, req: *mut Request, flag: *mut c_int, status: *mut Status) -> c_int {
+        self.reap_freed();
         nb::progress_all();
         let r = *req;
         match self.poll(r) {
@@ -2158,6 +2175,17 @@ impl Engine {
             PMPI_Type_free(&mut dt);
             return PMPI_Request_free(req);
         }
+        if let Some(Pending::Recv(wire @ Wire::Staged { .. })) = p {
+            // Its payload lands in our stage, and only we can copy it to
+            // the application's buffer: keep the request and do so once it
+            // completes (`reap_freed`). For the application the request
+            // is gone.
+            let mut st = self.lock();
+            st.freed.push((r, wire));
+            self.freed_len.store(st.freed.len(), Ordering::Relaxed);
+            *req = self.c.request_null;
+            return abi::SUCCESS;
+        }
         if let Some(p) = p {
             if !p.persistent() || p.active() {
                 // MPI completes it in the background and may still write
@@ -2166,6 +2194,41 @@ impl Engine {
             }
         }
         PMPI_Request_free(req)
+    }
+
+    /// Completes the staged receives the application freed while active
+    /// whose messages have arrived: places their data (no waiting at the
+    /// gate: nobody waits for them). Called on entry to the receive,
+    /// probe and completion calls and at MPI_Finalize; one relaxed load
+    /// when there are none.
+    #[inline]
+    pub fn reap_freed(&self) {
+        if self.freed_len.load(Ordering::Relaxed) > 0 {
+            // SAFETY: the requests are live receive requests of ours.
+            unsafe { self.reap_freed_now(false) }
+        }
+    }
+
+    /// As `reap_freed`; with `all`, waits for every one (MPI_Finalize).
+    pub unsafe fn reap_freed_now(&self, all: bool) {
+        let mut list = std::mem::take(&mut self.lock().freed);
+        list.retain_mut(|(r, wire)| {
+            let mut flag: c_int = 0;
+            let mut st = Status::zeroed();
+            let rc = if all {
+                flag = 1;
+                PMPI_Wait(r, &mut st)
+            } else {
+                PMPI_Test(r, &mut flag, &mut st)
+            };
+            if flag != 0 {
+                self.finish_recv(wire, &mut st, false, rc);
+            }
+            flag == 0
+        });
+        let mut st = self.lock();
+        st.freed.append(&mut list);
+        self.freed_len.store(st.freed.len(), Ordering::Relaxed);
     }
 
     // --------------------------------------------------------- composites

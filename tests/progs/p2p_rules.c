@@ -28,9 +28,11 @@
  *   5. a communicator freed with two receives pending on it (below and
  *      above the staging threshold) still gets both messages; persistent
  *      Send_init, Bsend_init and Recv_init whose vector datatype was freed
- *      right after creation deliver it at every Start.
- * Arguments name the sections to run (freed, partial, error, bottom, comm;
- * all by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
+ *      right after creation deliver it at every Start;
+ *   6. a receive whose request was freed while active (MPI_Request_free)
+ *      still delivers its data.
+ * Arguments name the sections to run (freed, partial, error, bottom, comm,
+ * reqfree; all by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
  * "FAIL p2p_rules rank R: ..." and a non-zero exit. */
 #include "common.h"
 
@@ -391,6 +393,31 @@ static void freed_comm_and_persistent(void) {
   free(battach);
 }
 
+/* 6. MPI_Request_free on an active receive (MPI-4.0 §3.7.3): the receive
+ * still completes and its data lands. The application cannot test for
+ * that; here a second message on the same channel (matched after the
+ * first, §3.5) and a barrier stand for "later". */
+static void freed_request(void) {
+  enum { N = 16 };
+  int v[N], w = 0;
+  if (my_rank == 0) {
+    for (int i = 0; i < N; i++) v[i] = 600 + i;
+    MPI_OK(MPI_Send(v, N, MPI_INT, 1, 600, MPI_COMM_WORLD));
+    MPI_OK(MPI_Send(&w, 1, MPI_INT, 1, 600, MPI_COMM_WORLD));
+  } else if (my_rank == 1) {
+    MPI_Request r;
+    set_all(v, N, SENT);
+    MPI_OK(MPI_Irecv(v, N, MPI_INT, 0, 600, MPI_COMM_WORLD, &r));
+    MPI_OK(MPI_Request_free(&r));
+    CHECK(r == MPI_REQUEST_NULL, "Request_free left the handle");
+    MPI_OK(MPI_Recv(&w, 1, MPI_INT, 0, 600, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  }
+  MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+  if (my_rank == 1)
+    for (int i = 0; i < N; i++)
+      CHECK(v[i] == 600 + i, "receive freed while active: v[%d] = %d", i, v[i]);
+}
+
 int main(int argc, char **argv) {
   init_common("p2p_rules", &argc, &argv);
   int np;
@@ -409,6 +436,7 @@ int main(int argc, char **argv) {
   SECTION("error", error_field);
   SECTION("bottom", bottom);
   SECTION("comm", freed_comm_and_persistent);
+  SECTION("reqfree", freed_request);
   MPI_Barrier(MPI_COMM_WORLD);
   if (my_rank == 0) printf("p2p_rules: PASS np=%d checks=%ld\n", np, n_checks);
   MPI_Finalize();
