@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Installs what loggp-shim needs from Debian's packages: Open MPI and MPICH
-# (each with its compiler wrappers), gfortran. Skips apt when all is there.
+# (each with its compiler wrappers), gfortran, and the real applications
+# the tests run (LAMMPS, ScaLAPACK's tests). Skips apt when all is there.
 set -euo pipefail
 need=()
-for cmd in mpicc.openmpi mpirun.openmpi mpicc.mpich mpirun.mpich gfortran mpifort.openmpi mpifort.mpich; do
+for cmd in mpicc.openmpi mpirun.openmpi mpicc.mpich mpirun.mpich gfortran mpifort.openmpi mpifort.mpich lmp; do
   command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
+done
+# Real applications for the tests (cli/tests/mpi_apps.rs): LAMMPS (lmp)
+# and ScaLAPACK's test programs (xdlu) for both MPIs.
+for f in /usr/lib/x86_64-linux-gnu/scalapack/{openmpi,mpich}-tests/xdlu; do
+  [ -x "$f" ] || need+=("$f")
 done
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
@@ -15,4 +21,5 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-  openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran gcc libc6-dev make >/dev/null
+  openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran gcc libc6-dev make \
+  lammps scalapack-mpi-test >/dev/null

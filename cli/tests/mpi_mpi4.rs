@@ -100,3 +100,32 @@ fn large_count_calls_feel_l_mpich() {
         }
     });
 }
+
+/// Partitioned communication (MPI 4.0 chapter 4) works natively and with
+/// the shim as a pass-through, and is refused under virtual time with one
+/// line naming the call: no crash, no hang, no wrong data.
+#[test]
+fn partitioned_refused_cleanly_mpich() {
+    let run = |via, vars: &[(&str, &str)]| {
+        Job::new(Mpi::Mpich, "partitioned")
+            .via(via)
+            .vars(vars)
+            .run()
+    };
+    run(Via::Native, &[]).expect_pass("partitioned: PASS");
+    run(Via::Direct, &[]).expect_pass("partitioned: PASS");
+    let out = run(Via::Direct, &[("LOGGP_VT", "on")]);
+    let lines = out.shim_lines();
+    assert!(
+        !out.success()
+            && !out.timed_out
+            && !out.crashed()
+            && !lines.is_empty()
+            && lines
+                .iter()
+                .all(|l| l.contains("MPI_Psend_init") || l.contains("MPI_Precv_init")),
+        "LOGGP_VT=on: expected a non-zero exit with loggp-shim lines naming \
+         MPI_Psend_init/MPI_Precv_init\n{}",
+        out.describe()
+    );
+}

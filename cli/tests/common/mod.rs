@@ -247,6 +247,8 @@ pub struct Job {
     pub timeout: Duration,
     /// Preload this library instead of the shim for `mpi` (wrong-MPI test).
     pub preload: Option<PathBuf>,
+    /// Working directory of the job (the caller's when `None`).
+    pub dir: Option<PathBuf>,
 }
 
 impl Job {
@@ -262,7 +264,27 @@ impl Job {
             args: Vec::new(),
             timeout: Duration::from_secs(60),
             preload: None,
+            dir: None,
         }
+    }
+
+    /// An installed program (a real application) instead of a test program.
+    pub fn external(mpi: Mpi, program: &Path) -> Job {
+        Job {
+            mpi,
+            np: 2,
+            via: Via::Direct,
+            vars: Vec::new(),
+            prog: program.to_path_buf(),
+            args: Vec::new(),
+            timeout: Duration::from_secs(60),
+            preload: None,
+            dir: None,
+        }
+    }
+    pub fn dir(mut self, d: &Path) -> Job {
+        self.dir = Some(d.to_path_buf());
+        self
     }
     pub fn np(mut self, np: u32) -> Job {
         self.np = np;
@@ -348,6 +370,9 @@ impl Job {
             }
         };
         clean_env(&mut cmd);
+        if let Some(d) = &self.dir {
+            cmd.current_dir(d);
+        }
         if self.via == Via::Loggp {
             for (k, v) in &self.vars {
                 if !FLAGS.iter().any(|f| f.0 == k) {
