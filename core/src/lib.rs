@@ -7,9 +7,11 @@
 
 pub mod config;
 pub mod fit;
+pub mod stash;
 pub mod stats;
 pub mod units;
 pub mod vt;
 
 pub use config::{Config, ConfigError, VtMode};
+pub use stash::{Envelope, Pattern, Stash};
 pub use vt::{Departure, RecvGate, SendSide, Transit};

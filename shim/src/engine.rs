@@ -26,7 +26,7 @@ use crate::clock::{now, spin_for, wait_until};
 use crate::coll::nb;
 use crate::log;
 use crate::real::*;
-use loggp_core::{Config, RecvGate, SendSide, Transit};
+use loggp_core::{Config, Envelope, Pattern, RecvGate, SendSide, Stash, Transit};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -123,14 +123,33 @@ impl Wire {
     }
 }
 
-/// A message taken off the network early by a probe, waiting to be received.
+/// A message taken off the network early by a probe, waiting to be received
+/// (the matching rules are `loggp_core::stash`'s).
 pub struct Stashed {
-    comm: usize,
+    env: Envelope,
     comm_h: Comm,
-    source: c_int,
-    tag: c_int,
     d: u64,
+    /// Virtual arrival, from `d` (fixed once the message is here).
+    arrival: u64,
     payload: Vec<u8>,
+}
+
+impl loggp_core::stash::Stashed for Box<Stashed> {
+    fn envelope(&self) -> &Envelope {
+        &self.env
+    }
+    fn arrival(&self) -> u64 {
+        self.arrival
+    }
+}
+
+/// What a receive or probe for `(src, tag)` on `comm` asks of the stash.
+fn pattern(comm: Comm, src: c_int, tag: c_int) -> Pattern {
+    Pattern {
+        comm: key(comm),
+        source: (src != abi::ANY_SOURCE).then_some(src),
+        tag: (tag != abi::ANY_TAG).then_some(tag),
+    }
 }
 
 /// Where a request stands, for the completion calls.
@@ -226,8 +245,7 @@ struct State {
     reqs: HashMap<usize, Pending>,
     /// Probed messages in the order they were taken off the network. Boxed:
     /// a message handed out by Improbe is named by its box's address.
-    #[allow(clippy::vec_box)]
-    stash: Vec<Box<Stashed>>,
+    stash: Stash<Box<Stashed>>,
     /// Probed messages handed to the application as MPI_Message handles.
     messages: HashMap<usize, Box<Stashed>>,
     #[cfg_attr(ompi, allow(dead_code))]
@@ -459,7 +477,7 @@ impl Engine {
                 send: SendSide::new(&cfg),
                 gate: RecvGate::new(&cfg, transit),
                 reqs: HashMap::new(),
-                stash: Vec::new(),
+                stash: Stash::default(),
                 messages: HashMap::new(),
                 next_message: 1,
                 bsends: Vec::new(),
@@ -1038,11 +1056,7 @@ impl Engine {
             return self.wait(&mut r, status);
         }
         if self.stash_len.load(Ordering::Relaxed) > 0 {
-            let taken = {
-                let mut st = self.lock();
-                let i = Self::stash_match(&st, key(comm), src, tag, None);
-                i.map(|i| st.stash.remove(i))
-            };
+            let taken = self.lock().stash.take_for_recv(&pattern(comm, src, tag));
             if let Some(m) = taken {
                 self.stash_len.fetch_sub(1, Ordering::Relaxed);
                 return self.deliver_from_stash(m, buf, count, dt, req, status);
@@ -1293,8 +1307,8 @@ impl Engine {
         block: bool,
     ) -> c_int {
         self.gate(m.d, m.payload.len() as u64, block);
-        st.set_source(m.source);
-        st.set_tag(m.tag);
+        st.set_source(m.env.source);
+        st.set_tag(m.env.tag);
         PMPI_Status_set_elements_x(st, self.c.byte, n as i64);
         if truncated {
             st.set_error(abi::ERR_TRUNCATE);
@@ -1306,39 +1320,6 @@ impl Engine {
     }
 
     // ------------------------------------------------------------- probes
-
-    /// Index of the stashed message a receive or probe for (src, tag) on
-    /// `comm` must see: per source, only the oldest matching message counts
-    /// (non-overtaking); with `arrived_by`, the first such that has virtually
-    /// arrived.
-    fn stash_match(
-        st: &State,
-        comm: usize,
-        src: c_int,
-        tag: c_int,
-        arrived_by: Option<(u64, &RecvGate)>,
-    ) -> Option<usize> {
-        let mut seen: Vec<c_int> = Vec::new();
-        for (i, m) in st.stash.iter().enumerate() {
-            if m.comm != comm
-                || (src != abi::ANY_SOURCE && src != m.source)
-                || (tag != abi::ANY_TAG && tag != m.tag)
-                || seen.contains(&m.source)
-            {
-                continue;
-            }
-            match arrived_by {
-                None => return Some(i),
-                Some((t, gate)) => {
-                    if gate.arrival(m.d, m.payload.len() as u64) <= t {
-                        return Some(i);
-                    }
-                    seen.push(m.source);
-                }
-            }
-        }
-        None
-    }
 
     /// Takes one matching message off the network into the stash, if any.
     unsafe fn pull(&self, src: c_int, tag: c_int, comm: Comm) -> Result<bool, c_int> {
@@ -1375,12 +1356,16 @@ impl Engine {
         v.drain(..HDR);
         self.counters.probed.fetch_add(1, Ordering::Relaxed);
         let mut s = self.lock();
+        let arrival = s.gate.arrival(h.d, v.len() as u64);
         s.stash.push(Box::new(Stashed {
-            comm: key(comm),
+            env: Envelope {
+                comm: key(comm),
+                source: st.source(),
+                tag: st.tag(),
+            },
             comm_h: comm,
-            source: st.source(),
-            tag: st.tag(),
             d: h.d,
+            arrival,
             payload: v,
         }));
         self.stash_len.fetch_add(1, Ordering::Relaxed);
@@ -1403,16 +1388,10 @@ impl Engine {
         for attempt in 0..2 {
             {
                 let mut s = self.lock();
-                let t = now();
-                let idx = {
-                    let gate = s.gate.clone();
-                    Self::stash_match(&s, key(comm), src, tag, Some((t, &gate)))
-                };
-                if let Some(i) = idx {
+                if let Some((i, m)) = s.stash.find_for_probe(&pattern(comm, src, tag), now()) {
                     let mut st = Status::zeroed();
-                    let m = &s.stash[i];
-                    st.set_source(m.source);
-                    st.set_tag(m.tag);
+                    st.set_source(m.env.source);
+                    st.set_tag(m.env.tag);
                     st.set_error(abi::SUCCESS);
                     PMPI_Status_set_elements_x(&mut st, self.c.byte, m.payload.len() as i64);
                     let taken = if take {
