@@ -1,0 +1,620 @@
+//! Completion: Wait, Test and their any/all/some forms and
+//! MPI_Request_get_status, each completing a request of the shim only once
+//! it is complete natively *and* in the emulated machine.
+
+use super::*;
+
+/// Where a request stands, for the completion calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Poll {
+    /// Not the shim's: MPI alone decides.
+    Untracked,
+    /// A persistent request of the shim's that was not started.
+    Inactive,
+    NotReady,
+    /// Complete natively and in the emulated machine.
+    Ready,
+}
+
+impl Engine {
+    /// True when some request in `reqs` is tracked by the shim. Every
+    /// multiple-completion call starts here, so freed receives are reaped
+    /// here too.
+    pub(super) unsafe fn any_tracked(&self, reqs: &[Request]) -> bool {
+        self.reap_freed();
+        let st = self.lock();
+        !st.reqs.is_empty() && reqs.iter().any(|r| st.reqs.contains_key(&key(*r)))
+    }
+
+    /// For a natively complete tracked request: the time at which it may
+    /// complete in the emulated machine.
+    pub(super) unsafe fn ready_time(&self, p: &Pending, st: &Status, gate: &RecvGate) -> u64 {
+        match p {
+            Pending::Send { complete_at, .. } | Pending::PSend { complete_at, .. } => *complete_at,
+            Pending::PBsend { .. } | Pending::Coll { .. } => 0,
+            Pending::FromStash { msg, .. } => gate.ready_at(msg.d, msg.payload.len() as u64),
+            Pending::Recv(wire) => {
+                let mut cancelled: c_int = 0;
+                PMPI_Test_cancelled(st, &mut cancelled);
+                if cancelled != 0 || st.source() == abi::PROC_NULL {
+                    return 0;
+                }
+                let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
+                gate.ready_at(wire.header().d, payload)
+            }
+            Pending::PRecv { hdr, .. } => {
+                let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
+                if st.source() == abi::PROC_NULL {
+                    0
+                } else {
+                    gate.ready_at(hdr.d, payload)
+                }
+            }
+        }
+    }
+
+    /// Finishes a tracked request that MPI has completed (status `st`):
+    /// waits for its emulated completion when `block`, then delivers.
+    pub(super) unsafe fn finish(
+        &self,
+        p: &mut Pending,
+        st: &mut Status,
+        block: bool,
+        rc: c_int,
+    ) -> c_int {
+        match p {
+            Pending::Send { complete_at, .. } | Pending::PSend { complete_at, .. } => {
+                if block {
+                    self.hold_until(*complete_at);
+                }
+                abi::SUCCESS
+            }
+            Pending::PBsend { .. } => abi::SUCCESS,
+            Pending::Coll { k } => nb::finish(*k, st),
+            Pending::Recv(wire) => self.finish_recv(wire, st, block, rc),
+            Pending::PRecv { hdr, .. } => {
+                let mut w = Wire::Struct {
+                    hdr: Box::new(**hdr),
+                };
+                self.finish_recv(&mut w, st, block, rc)
+            }
+            Pending::FromStash { msg, n, truncated } => {
+                self.deliver_stashed(msg, *n, *truncated, st, block)
+            }
+        }
+    }
+
+    /// Takes the pending entry of `r` out of the table for completion;
+    /// persistent entries stay (marked inactive) and a working copy of what
+    /// completion needs is returned.
+    pub(super) fn take(&self, r: Request) -> Option<Pending> {
+        let mut st = self.lock();
+        let k = key(r);
+        let p = st.reqs.get(&k)?;
+        if !p.persistent() {
+            return st.reqs.remove(&k);
+        }
+        if !p.active() {
+            // An inactive persistent request completes at once with an
+            // empty status: nothing of ours to do.
+            return None;
+        }
+        let p = st.reqs.get_mut(&k)?;
+        Some(match p {
+            Pending::PSend {
+                hdr,
+                complete_at,
+                active,
+                bytes,
+            } => {
+                *active = false;
+                Pending::PSend {
+                    hdr: Box::new(**hdr),
+                    bytes: *bytes,
+                    complete_at: *complete_at,
+                    active: false,
+                }
+            }
+            Pending::PRecv { hdr, active } => {
+                *active = false;
+                Pending::PRecv {
+                    hdr: Box::new(**hdr),
+                    active: false,
+                }
+            }
+            Pending::PBsend { active, .. } => {
+                *active = false;
+                Pending::PBsend {
+                    buf: std::ptr::null(),
+                    count: 0,
+                    dt: self.c.byte,
+                    dest: 0,
+                    tag: 0,
+                    comm: self.c.comm_world,
+                    active: false,
+                }
+            }
+            _ => unreachable!(),
+        })
+    }
+
+    pub unsafe fn wait(&self, req: *mut Request, status: *mut Status) -> c_int {
+        self.reap_freed();
+        let r = *req;
+        if r == self.c.request_null {
+            return PMPI_Wait(req, status);
+        }
+        if nb::running() {
+            // Nonblocking collectives in flight: wait by polling, so that
+            // they progress meanwhile (the request may depend on them).
+            loop {
+                let ready = match self.poll(r) {
+                    Poll::Ready | Poll::Inactive => true,
+                    Poll::NotReady => false,
+                    Poll::Untracked => self.native_done(r),
+                };
+                if ready {
+                    break;
+                }
+                nb::progress_all();
+                std::hint::spin_loop();
+            }
+        }
+        let mut st = Status::zeroed();
+        let rc = self.complete_one(req, &mut st);
+        if !abi::status_ignored(status) {
+            st.copy_to(status);
+        }
+        rc
+    }
+
+    /// Completes `reqs[i]` (known complete natively and ready) into `st`.
+    pub(super) unsafe fn complete_one(&self, req: *mut Request, st: &mut Status) -> c_int {
+        let r = *req;
+        match self.take(r) {
+            None => PMPI_Wait(req, st),
+            Some(mut p) => {
+                let rc = PMPI_Wait(req, st);
+                if let Pending::PRecv { hdr, .. } = &mut p {
+                    if let Some(Pending::PRecv { hdr: live, .. }) = self.lock().reqs.get(&key(r)) {
+                        **hdr = **live;
+                    }
+                }
+                let rc2 = self.finish(&mut p, st, true, rc);
+                if ok(rc) {
+                    rc2
+                } else {
+                    rc
+                }
+            }
+        }
+    }
+
+    /// Where a request stands for the emulated machine.
+    pub(super) unsafe fn poll(&self, r: Request) -> Poll {
+        let st = self.lock();
+        let Some(p) = st.reqs.get(&key(r)) else {
+            return Poll::Untracked;
+        };
+        if !p.active() {
+            return Poll::Inactive;
+        }
+        if let Pending::Coll { k } = *p {
+            drop(st);
+            return if nb::done(k) {
+                Poll::Ready
+            } else {
+                Poll::NotReady
+            };
+        }
+        drop(st);
+        let mut flag: c_int = 0;
+        let mut s = Status::zeroed();
+        PMPI_Request_get_status(r, &mut flag, &mut s);
+        if flag == 0 {
+            return Poll::NotReady;
+        }
+        let st = self.lock();
+        let Some(p) = st.reqs.get(&key(r)) else {
+            return Poll::Untracked;
+        };
+        if now() >= self.ready_time(p, &s, &st.gate) {
+            Poll::Ready
+        } else {
+            Poll::NotReady
+        }
+    }
+
+    /// Native completion of an untracked request, without freeing it.
+    pub(super) unsafe fn native_done(&self, r: Request) -> bool {
+        let mut f: c_int = 0;
+        let mut st = Status::zeroed();
+        PMPI_Request_get_status(r, &mut f, &mut st);
+        f != 0
+    }
+
+    pub unsafe fn test(&self, req: *mut Request, flag: *mut c_int, status: *mut Status) -> c_int {
+        self.reap_freed();
+        nb::progress_all();
+        let r = *req;
+        match self.poll(r) {
+            Poll::Untracked | Poll::Inactive => PMPI_Test(req, flag, status),
+            Poll::NotReady => {
+                *flag = 0;
+                abi::SUCCESS
+            }
+            Poll::Ready => {
+                *flag = 1;
+                let mut st = Status::zeroed();
+                let rc = self.complete_one(req, &mut st);
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                rc
+            }
+        }
+    }
+
+    pub unsafe fn request_get_status(
+        &self,
+        r: Request,
+        flag: *mut c_int,
+        status: *mut Status,
+    ) -> c_int {
+        nb::progress_all();
+        match self.poll(r) {
+            Poll::Untracked | Poll::Inactive => PMPI_Request_get_status(r, flag, status),
+            Poll::NotReady => {
+                *flag = 0;
+                abi::SUCCESS
+            }
+            Poll::Ready => {
+                // Complete but not freed: deliver the data now (placing is
+                // done once), report a fixed status, keep the request.
+                *flag = 1;
+                let mut st = Status::zeroed();
+                let rc = PMPI_Request_get_status(r, flag, &mut st);
+                let mut s = self.lock();
+                if let Some(Pending::Recv(wire)) = s.reqs.get_mut(&key(r)) {
+                    let mut w = std::mem::replace(
+                        wire,
+                        Wire::Struct {
+                            hdr: Box::new(Header::default()),
+                        },
+                    );
+                    drop(s);
+                    self.peek_recv(&mut w, &mut st);
+                    s = self.lock();
+                    if let Some(Pending::Recv(wire)) = s.reqs.get_mut(&key(r)) {
+                        *wire = w;
+                    }
+                }
+                drop(s);
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                rc
+            }
+        }
+    }
+
+    /// Places a staged receive and fixes its status without delivering it.
+    pub(super) unsafe fn peek_recv(&self, wire: &mut Wire, st: &mut Status) {
+        let got = status_bytes(st, self.c.byte);
+        wire.place(got);
+        PMPI_Status_set_elements_x(st, self.c.byte, got.saturating_sub(HDR) as i64);
+    }
+
+    pub unsafe fn waitall(&self, n: c_int, reqs: *mut Request, statuses: *mut Status) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        if len == 0 {
+            return PMPI_Waitall(n, reqs, statuses);
+        }
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        if !self.any_tracked(rs) && !nb::running() {
+            return PMPI_Waitall(n, reqs, statuses);
+        }
+        let ignore = abi::statuses_ignored(statuses);
+        let mut rc_all = abi::SUCCESS;
+        // Complete in the order the emulated machine allows: repeatedly the
+        // tracked request with the earliest ready time, untracked ones as
+        // MPI completes them.
+        let mut done = vec![false; len];
+        loop {
+            let mut remaining = false;
+            let mut progressed = false;
+            for i in 0..len {
+                if done[i] {
+                    continue;
+                }
+                if rs[i] == self.c.request_null {
+                    done[i] = true;
+                    if !ignore {
+                        let mut st = Status::zeroed();
+                        PMPI_Wait(&mut rs[i], &mut st);
+                        st.copy_to_all(statuses.add(i));
+                    }
+                    continue;
+                }
+                let ready = match self.poll(rs[i]) {
+                    Poll::Ready | Poll::Inactive => true,
+                    Poll::NotReady => false,
+                    Poll::Untracked => self.native_done(rs[i]),
+                };
+                if ready {
+                    let mut st = Status::zeroed();
+                    let rc = self.complete_one(&mut rs[i], &mut st);
+                    if !ok(rc) {
+                        rc_all = abi::ERR_IN_STATUS;
+                        st.set_error(rc);
+                    }
+                    if !ignore {
+                        st.copy_to_all(statuses.add(i));
+                    }
+                    done[i] = true;
+                    progressed = true;
+                } else {
+                    remaining = true;
+                }
+            }
+            if !remaining {
+                break;
+            }
+            if !progressed {
+                nb::progress_all();
+                std::hint::spin_loop();
+            }
+        }
+        rc_all
+    }
+
+    pub unsafe fn testall(
+        &self,
+        n: c_int,
+        reqs: *mut Request,
+        flag: *mut c_int,
+        statuses: *mut Status,
+    ) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        nb::progress_all();
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        if !self.any_tracked(rs) {
+            return PMPI_Testall(n, reqs, flag, statuses);
+        }
+        for r in rs.iter() {
+            let ready = match self.poll(*r) {
+                Poll::Ready | Poll::Inactive => true,
+                Poll::NotReady => false,
+                Poll::Untracked => self.native_done(*r),
+            };
+            if !ready {
+                *flag = 0;
+                return abi::SUCCESS;
+            }
+        }
+        *flag = 1;
+        self.waitall(n, reqs, statuses)
+    }
+
+    /// One pass of Testany: `Some(i)` completed, `Some(UNDEFINED)` nothing
+    /// active, `None` nothing ready yet.
+    pub(super) unsafe fn any_pass(
+        &self,
+        rs: &mut [Request],
+        st: &mut Status,
+    ) -> (Option<c_int>, c_int) {
+        let mut any_active = false;
+        let mut masked: Vec<Request> = Vec::with_capacity(rs.len());
+        let mut untracked_any = false;
+        for (i, r) in rs.iter_mut().enumerate() {
+            match self.poll(*r) {
+                Poll::Ready => {
+                    let rc = self.complete_one(r, st);
+                    return (Some(as_int(i)), rc);
+                }
+                Poll::NotReady => {
+                    any_active = true;
+                    masked.push(self.c.request_null);
+                }
+                Poll::Inactive => masked.push(self.c.request_null),
+                Poll::Untracked => {
+                    untracked_any = true;
+                    masked.push(*r);
+                }
+            }
+        }
+        if untracked_any {
+            let mut idx: c_int = abi::UNDEFINED;
+            let mut flag: c_int = 0;
+            let rc = PMPI_Testany(
+                as_int(masked.len()),
+                masked.as_mut_ptr(),
+                &mut idx,
+                &mut flag,
+                st,
+            );
+            if flag != 0 && idx != abi::UNDEFINED {
+                rs[usize::try_from(idx).unwrap_or(0)] = masked[usize::try_from(idx).unwrap_or(0)];
+                return (Some(idx), rc);
+            }
+            if flag == 0 {
+                any_active = true;
+            }
+        }
+        if any_active {
+            (None, abi::SUCCESS)
+        } else {
+            (Some(abi::UNDEFINED), abi::SUCCESS)
+        }
+    }
+
+    pub unsafe fn waitany(
+        &self,
+        n: c_int,
+        reqs: *mut Request,
+        idx: *mut c_int,
+        status: *mut Status,
+    ) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        if !self.any_tracked(rs) && !nb::running() {
+            return PMPI_Waitany(n, reqs, idx, status);
+        }
+        loop {
+            let mut st = Status::zeroed();
+            if let (Some(i), rc) = self.any_pass(rs, &mut st) {
+                *idx = i;
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                return rc;
+            }
+            nb::progress_all();
+            std::hint::spin_loop();
+        }
+    }
+
+    pub unsafe fn testany(
+        &self,
+        n: c_int,
+        reqs: *mut Request,
+        idx: *mut c_int,
+        flag: *mut c_int,
+        status: *mut Status,
+    ) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        nb::progress_all();
+        if !self.any_tracked(rs) {
+            return PMPI_Testany(n, reqs, idx, flag, status);
+        }
+        let mut st = Status::zeroed();
+        match self.any_pass(rs, &mut st) {
+            (Some(i), rc) => {
+                *flag = 1;
+                *idx = i;
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                rc
+            }
+            (None, rc) => {
+                *flag = 0;
+                *idx = abi::UNDEFINED;
+                rc
+            }
+        }
+    }
+
+    /// One pass of Testsome; returns the number completed (UNDEFINED when
+    /// nothing is active).
+    pub(super) unsafe fn some_pass(
+        &self,
+        rs: &mut [Request],
+        idx: *mut c_int,
+        statuses: *mut Status,
+    ) -> (c_int, c_int) {
+        let ignore = abi::statuses_ignored(statuses);
+        let mut out = 0usize;
+        let mut any_active = false;
+        let mut rc_all = abi::SUCCESS;
+        #[allow(clippy::needless_range_loop)] // rs[i] is rewritten inside.
+        for i in 0..rs.len() {
+            let r = rs[i];
+            if r == self.c.request_null {
+                continue;
+            }
+            let ready = match self.poll(r) {
+                Poll::Ready => true,
+                Poll::Inactive => false,
+                Poll::NotReady => {
+                    any_active = true;
+                    false
+                }
+                Poll::Untracked => {
+                    // Untracked: ask MPI about this one alone.
+                    let mut one = [r];
+                    let mut oc: c_int = 0;
+                    let mut ix: [c_int; 1] = [0];
+                    let mut st = Status::zeroed();
+                    PMPI_Testsome(1, one.as_mut_ptr(), &mut oc, ix.as_mut_ptr(), &mut st);
+                    if oc == abi::UNDEFINED {
+                        false
+                    } else if oc == 0 {
+                        any_active = true;
+                        false
+                    } else {
+                        rs[i] = one[0];
+                        *idx.add(out) = as_int(i);
+                        if !ignore {
+                            st.copy_to_all(statuses.add(out));
+                        }
+                        out += 1;
+                        continue;
+                    }
+                }
+            };
+            if ready {
+                let mut st = Status::zeroed();
+                let rc = self.complete_one(&mut rs[i], &mut st);
+                if !ok(rc) {
+                    st.set_error(rc);
+                    rc_all = abi::ERR_IN_STATUS;
+                }
+                *idx.add(out) = as_int(i);
+                if !ignore {
+                    st.copy_to_all(statuses.add(out));
+                }
+                out += 1;
+            }
+        }
+        if out == 0 && !any_active {
+            (abi::UNDEFINED, rc_all)
+        } else {
+            (as_int(out), rc_all)
+        }
+    }
+
+    pub unsafe fn waitsome(
+        &self,
+        n: c_int,
+        reqs: *mut Request,
+        outcount: *mut c_int,
+        idx: *mut c_int,
+        statuses: *mut Status,
+    ) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        if !self.any_tracked(rs) && !nb::running() {
+            return PMPI_Waitsome(n, reqs, outcount, idx, statuses);
+        }
+        loop {
+            let (c, rc) = self.some_pass(rs, idx, statuses);
+            if c != 0 {
+                *outcount = c;
+                return rc;
+            }
+            nb::progress_all();
+            std::hint::spin_loop();
+        }
+    }
+
+    pub unsafe fn testsome(
+        &self,
+        n: c_int,
+        reqs: *mut Request,
+        outcount: *mut c_int,
+        idx: *mut c_int,
+        statuses: *mut Status,
+    ) -> c_int {
+        let len = usize::try_from(n).unwrap_or(0);
+        let rs = std::slice::from_raw_parts_mut(reqs, len);
+        nb::progress_all();
+        if !self.any_tracked(rs) {
+            return PMPI_Testsome(n, reqs, outcount, idx, statuses);
+        }
+        let (c, rc) = self.some_pass(rs, idx, statuses);
+        *outcount = c;
+        rc
+    }
+}

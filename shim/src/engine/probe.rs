@@ -1,0 +1,366 @@
+//! Probes and the probe stash: a probed message is taken off the
+//! network so that its virtual arrival can be read, kept in the stash
+//! (`loggp_core::stash` decides which message a receive or probe sees)
+//! and delivered to the receive that matches it, Mrecv/Imrecv included.
+
+use super::*;
+
+/// A message taken off the network early by a probe, waiting to be received
+/// (the matching rules are `loggp_core::stash`'s).
+pub struct Stashed {
+    pub(super) env: Envelope,
+    pub(super) comm_h: Comm,
+    pub(super) d: u64,
+    /// Virtual arrival, from `d` (fixed once the message is here).
+    pub(super) arrival: u64,
+    pub(super) payload: Vec<u8>,
+}
+
+impl loggp_core::stash::Stashed for Box<Stashed> {
+    fn envelope(&self) -> &Envelope {
+        &self.env
+    }
+    fn arrival(&self) -> u64 {
+        self.arrival
+    }
+}
+
+/// What a receive or probe for `(src, tag)` on `comm` asks of the stash.
+pub(super) fn pattern(comm: Comm, src: c_int, tag: c_int) -> Pattern {
+    Pattern {
+        comm: key(comm),
+        source: (src != abi::ANY_SOURCE).then_some(src),
+        tag: (tag != abi::ANY_TAG).then_some(tag),
+    }
+}
+
+/// What a probe found: the status to report and, when taken, the message.
+pub(super) type Probed = (Status, Option<Box<Stashed>>);
+
+unsafe impl Send for Stashed {}
+
+impl Engine {
+    /// Places a stashed message's payload in the receive buffer, now:
+    /// MPI lets it be written any time before completion, and the datatype
+    /// may be freed before then. Contiguous types take a copy; any other is
+    /// filled by MPI itself, from a message to ourselves on a private
+    /// duplicate of MPI_COMM_SELF (data sent as MPI_PACKED may be received
+    /// with any datatype, MPI-4.0 §5.2.1), so that the basic elements of a
+    /// partial last element land exactly as from the network. Returns the
+    /// bytes placed and whether the message was truncated.
+    pub(super) unsafe fn place_stashed(
+        &self,
+        m: &Stashed,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+    ) -> Result<(usize, bool), c_int> {
+        let size = type_size(dt);
+        let cap = usize::try_from(size * u64::try_from(count).unwrap_or(0)).unwrap_or(usize::MAX);
+        let n = m.payload.len().min(cap);
+        let truncated = m.payload.len() > cap;
+        if n == 0 {
+            return Ok((0, truncated));
+        }
+        if contiguous_bytes(dt, count, size).is_some() {
+            std::ptr::copy_nonoverlapping(m.payload.as_ptr(), buf.cast::<u8>(), n);
+            return Ok((n, truncated));
+        }
+        let rc = PMPI_Sendrecv(
+            m.payload.as_ptr().cast(),
+            as_int(n),
+            self.c.packed,
+            0,
+            0,
+            buf,
+            count,
+            dt,
+            0,
+            0,
+            self.self_comm.0,
+            status_ignore(),
+        );
+        if ok(rc) {
+            Ok((n, truncated))
+        } else {
+            Err(rc)
+        }
+    }
+
+    /// Delivers a stashed message to a receive.
+    pub(super) unsafe fn deliver_from_stash(
+        &self,
+        m: Box<Stashed>,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        req: Option<*mut Request>,
+        status: *mut Status,
+    ) -> c_int {
+        let (n, truncated) = match self.place_stashed(&m, buf, count, dt) {
+            Ok(placed) => placed,
+            Err(rc) => return rc,
+        };
+        match req {
+            Some(r) => {
+                let rc = self.done_request(r);
+                if ok(rc) {
+                    self.lock().reqs.insert(
+                        key(*r),
+                        Pending::FromStash {
+                            msg: m,
+                            n,
+                            truncated,
+                        },
+                    );
+                }
+                rc
+            }
+            None => {
+                let mut st = Status::zeroed();
+                let rc = self.deliver_stashed(&m, n, truncated, &mut st, true);
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                rc
+            }
+        }
+    }
+
+    /// Completes the delivery of a placed stashed message: the gate, the
+    /// status, the truncation error.
+    pub(super) unsafe fn deliver_stashed(
+        &self,
+        m: &Stashed,
+        n: usize,
+        truncated: bool,
+        st: &mut Status,
+        block: bool,
+    ) -> c_int {
+        self.gate(m.d, m.payload.len() as u64, block);
+        st.set_source(m.env.source);
+        st.set_tag(m.env.tag);
+        PMPI_Status_set_elements_x(st, self.c.byte, n as i64);
+        if truncated {
+            st.set_error(abi::ERR_TRUNCATE);
+            PMPI_Comm_call_errhandler(m.comm_h, abi::ERR_TRUNCATE);
+            return abi::ERR_TRUNCATE;
+        }
+        st.set_error(abi::SUCCESS);
+        abi::SUCCESS
+    }
+
+    /// Takes one matching message off the network into the stash, if any.
+    pub(super) unsafe fn pull(&self, src: c_int, tag: c_int, comm: Comm) -> Result<bool, c_int> {
+        let mut flag: c_int = 0;
+        let mut msg: Message = self.c.message_null;
+        let mut st = Status::zeroed();
+        let rc = PMPI_Improbe(src, tag, comm, &mut flag, &mut msg, &mut st);
+        if !ok(rc) {
+            return Err(rc);
+        }
+        if flag == 0 {
+            return Ok(false);
+        }
+        if msg == self.c.message_no_proc {
+            return Ok(false);
+        }
+        let bytes = status_bytes(&st, self.c.byte);
+        let mut v = vec![0u8; bytes];
+        let mut st2 = Status::zeroed();
+        let rc = PMPI_Mrecv(
+            v.as_mut_ptr().cast(),
+            as_int(bytes),
+            self.c.packed,
+            &mut msg,
+            &mut st2,
+        );
+        if !ok(rc) {
+            return Err(rc);
+        }
+        if v.len() < HDR || Header::read_from(v.as_ptr()).magic != MAGIC {
+            self.escaped(&st);
+        }
+        let h = Header::read_from(v.as_ptr());
+        v.drain(..HDR);
+        self.counters.probed.fetch_add(1, Ordering::Relaxed);
+        let mut s = self.lock();
+        let arrival = s.gate.arrival(h.d, v.len() as u64);
+        s.stash.push(Box::new(Stashed {
+            env: Envelope {
+                comm: key(comm),
+                source: st.source(),
+                tag: st.tag(),
+            },
+            comm_h: comm,
+            d: h.d,
+            arrival,
+            payload: v,
+        }));
+        self.stash_len.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Iprobe/Improbe: a message is reported only once it has virtually
+    /// arrived. With `take`, the message is removed and returned.
+    pub(super) unsafe fn probe_once(
+        &self,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        take: bool,
+    ) -> Result<Option<Probed>, c_int> {
+        if src == abi::PROC_NULL {
+            return Ok(None);
+        }
+        self.reap_freed();
+        for attempt in 0..2 {
+            {
+                let mut s = self.lock();
+                if let Some((i, m)) = s.stash.find_for_probe(&pattern(comm, src, tag), now()) {
+                    let mut st = Status::zeroed();
+                    st.set_source(m.env.source);
+                    st.set_tag(m.env.tag);
+                    st.set_error(abi::SUCCESS);
+                    PMPI_Status_set_elements_x(&mut st, self.c.byte, m.payload.len() as i64);
+                    let taken = if take {
+                        self.stash_len.fetch_sub(1, Ordering::Relaxed);
+                        Some(s.stash.remove(i))
+                    } else {
+                        None
+                    };
+                    return Ok(Some((st, taken)));
+                }
+            }
+            if attempt == 0 && !self.pull(src, tag, comm)? {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    pub unsafe fn iprobe(
+        &self,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        flag: *mut c_int,
+        status: *mut Status,
+    ) -> c_int {
+        nb::progress_all();
+        if src == abi::PROC_NULL {
+            return PMPI_Iprobe(src, tag, comm, flag, status);
+        }
+        match self.probe_once(src, tag, comm, false) {
+            Err(rc) => rc,
+            Ok(None) => {
+                *flag = 0;
+                abi::SUCCESS
+            }
+            Ok(Some((st, _))) => {
+                *flag = 1;
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                abi::SUCCESS
+            }
+        }
+    }
+
+    pub unsafe fn probe(&self, src: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
+        if src == abi::PROC_NULL {
+            return PMPI_Probe(src, tag, comm, status);
+        }
+        loop {
+            let mut flag: c_int = 0;
+            let rc = self.iprobe(src, tag, comm, &mut flag, status);
+            if !ok(rc) || flag != 0 {
+                return rc;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    pub unsafe fn improbe(
+        &self,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        flag: *mut c_int,
+        msg: *mut Message,
+        status: *mut Status,
+    ) -> c_int {
+        nb::progress_all();
+        if src == abi::PROC_NULL {
+            return PMPI_Improbe(src, tag, comm, flag, msg, status);
+        }
+        match self.probe_once(src, tag, comm, true) {
+            Err(rc) => rc,
+            Ok(None) => {
+                *flag = 0;
+                abi::SUCCESS
+            }
+            Ok(Some((st, m))) => {
+                *flag = 1;
+                *msg = self.fake_message(m.expect("taken"));
+                if !abi::status_ignored(status) {
+                    st.copy_to(status);
+                }
+                abi::SUCCESS
+            }
+        }
+    }
+
+    pub unsafe fn mprobe(
+        &self,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        msg: *mut Message,
+        status: *mut Status,
+    ) -> c_int {
+        if src == abi::PROC_NULL {
+            return PMPI_Mprobe(src, tag, comm, msg, status);
+        }
+        loop {
+            let mut flag: c_int = 0;
+            let rc = self.improbe(src, tag, comm, &mut flag, msg, status);
+            if !ok(rc) || flag != 0 {
+                return rc;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// An MPI_Message handle for a stashed message. Open MPI handles are
+    /// pointers: we use our own heap address, which no live MPI object can
+    /// share. MPICH handles are ints whose top two bits give the kind; kind
+    /// 0 is invalid in MPICH, so values below 2^30 are never MPICH's.
+    pub(super) fn fake_message(&self, m: Box<Stashed>) -> Message {
+        let mut s = self.lock();
+        #[cfg(ompi)]
+        let h: Message = (&*m as *const Stashed).cast_mut().cast();
+        #[cfg(mpich)]
+        let h: Message = {
+            s.next_message = (s.next_message + 1) % (1 << 26);
+            0x0d00_0000 | c_int::try_from(s.next_message).unwrap_or(1)
+        };
+        s.messages.insert(key(h), m);
+        h
+    }
+
+    /// Mrecv/Imrecv. `None` when the handle is not ours (MESSAGE_NO_PROC).
+    pub unsafe fn mrecv(
+        &self,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        msg: *mut Message,
+        req: Option<*mut Request>,
+        status: *mut Status,
+    ) -> Option<c_int> {
+        let m = self.lock().messages.remove(&key(*msg))?;
+        *msg = self.c.message_null;
+        Some(self.deliver_from_stash(m, buf, count, dt, req, status))
+    }
+}

@@ -1,0 +1,182 @@
+//! Receives: posting (staged or zero-copy), reading the header of a
+//! completed receive, and the delivery gate (L, g_r, o_r).
+
+use super::*;
+
+impl Engine {
+    /// Posts a receive (blocking when `req` is None).
+    pub unsafe fn recv(
+        &self,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: Option<*mut Request>,
+        status: *mut Status,
+    ) -> c_int {
+        self.reap_freed();
+        if req.is_none() && nb::running() {
+            // See `send`.
+            let mut r = self.c.request_null;
+            let rc = self.recv(buf, count, dt, src, tag, comm, Some(&mut r), status);
+            if !ok(rc) {
+                return rc;
+            }
+            return self.wait(&mut r, status);
+        }
+        if self.stash_len.load(Ordering::Relaxed) > 0 {
+            let taken = self.lock().stash.take_for_recv(&pattern(comm, src, tag));
+            if let Some(m) = taken {
+                self.stash_len.fetch_sub(1, Ordering::Relaxed);
+                return self.deliver_from_stash(m, buf, count, dt, req, status);
+            }
+        }
+        let staged = contiguous_bytes(dt, count, type_size(dt))
+            .filter(|&cap| cap as u64 <= self.cfg.inline_max);
+        let wire = if let Some(cap) = staged {
+            let n = HDR + cap;
+            // Blocking receives reuse this thread's buffer; MPI writes it
+            // and we read back only the bytes MPI reports as received.
+            let mut stage = if req.is_none() {
+                STAGE.with(|c| c.take())
+            } else {
+                Vec::new()
+            };
+            stage.clear();
+            stage.reserve(n);
+            // SAFETY: capacity reserved. MPI writes the received bytes and
+            // only those (up to the count MPI reports) are ever read; not
+            // zero-filling saves a memset of up to LOGGP_INLINE_MAX bytes.
+            #[allow(clippy::uninit_vec)]
+            stage.set_len(n);
+            Wire::Staged {
+                stage,
+                buf: buf.cast(),
+                cap,
+                placed: false,
+            }
+        } else {
+            Wire::Struct {
+                hdr: Box::new(Header::default()),
+            }
+        };
+        let mut st_local = Status::zeroed();
+        let mut rc;
+        let mut wire = wire;
+        match &mut wire {
+            Wire::Staged { stage, .. } => {
+                let (p, n) = (stage.as_mut_ptr().cast::<c_void>(), as_int(stage.len()));
+                rc = match req {
+                    Some(r) => PMPI_Irecv(p, n, self.c.packed, src, tag, comm, r),
+                    None => PMPI_Recv(p, n, self.c.packed, src, tag, comm, &mut st_local),
+                };
+            }
+            Wire::Struct { hdr } => {
+                let mut t = match self.struct_type(&**hdr, buf, count, dt) {
+                    Ok(t) => t,
+                    Err(rc) => return rc,
+                };
+                let p = abi::BOTTOM as *mut c_void;
+                rc = match req {
+                    Some(r) => PMPI_Irecv(p, 1, t, src, tag, comm, r),
+                    None => PMPI_Recv(p, 1, t, src, tag, comm, &mut st_local),
+                };
+                PMPI_Type_free(&mut t);
+            }
+        }
+        match req {
+            Some(r) => {
+                if ok(rc) {
+                    self.lock().reqs.insert(key(*r), Pending::Recv(wire));
+                }
+                rc
+            }
+            None => {
+                if rc != abi::SUCCESS && !is_truncation(rc) {
+                    return rc;
+                }
+                let rc2 = self.finish_recv(&mut wire, &mut st_local, true, rc);
+                if rc == abi::SUCCESS {
+                    rc = rc2;
+                }
+                if !abi::status_ignored(status) {
+                    st_local.copy_to(status);
+                }
+                if let Wire::Staged { stage, .. } = wire {
+                    STAGE.with(|c| c.replace(stage));
+                }
+                rc
+            }
+        }
+    }
+
+    /// Reads the header of a completed receive, applies the delivery gate
+    /// (waiting when `block`), unpacks a staged payload, fixes the count.
+    pub(super) unsafe fn finish_recv(
+        &self,
+        wire: &mut Wire,
+        st: &mut Status,
+        block: bool,
+        rc: c_int,
+    ) -> c_int {
+        let mut cancelled: c_int = 0;
+        PMPI_Test_cancelled(st, &mut cancelled);
+        // Cancelled, from MPI_PROC_NULL, or an empty status: no message.
+        if cancelled != 0 || st.source() == abi::PROC_NULL || st.source() == abi::ANY_SOURCE {
+            return abi::SUCCESS;
+        }
+        let got = status_bytes(st, self.c.byte);
+        let hdr = wire.header();
+        if got < HDR || hdr.magic != MAGIC {
+            if is_truncation(rc) {
+                // MPI may drop a truncated message's bytes (MPICH does for
+                // large ones): no header to read, nothing to deliver.
+                PMPI_Status_set_elements_x(st, self.c.byte, got.saturating_sub(HDR) as i64);
+                return rc;
+            }
+            self.escaped(st);
+        }
+        let payload = (got - HDR) as u64;
+        self.gate(hdr.d, payload, block);
+        wire.place(got);
+        PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
+        abi::SUCCESS
+    }
+
+    /// A message without our header reached a receive: some sender bypassed
+    /// the shim. Going on would hand the application shifted bytes.
+    pub(super) unsafe fn escaped(&self, st: &Status) -> ! {
+        let msg = format!(
+            "rank {} received a message from rank {} (tag {}) without the shim's header: \
+             a send bypassed the shim (an unsupported MPI call, or ranks preloaded differently); stopping",
+            self.rank,
+            st.source(),
+            st.tag()
+        );
+        log::abort_job(Some(&msg), self.c.comm_world)
+    }
+
+    /// Reserves the message's delivery time at the gate (one step under
+    /// the lock, `RecvGate::reserve`), waits for it when `block`, and
+    /// spends o_r.
+    pub(super) fn gate(&self, d: u64, payload: u64, block: bool) {
+        let t = now();
+        let r = {
+            let mut st = self.lock();
+            st.recvs += 1;
+            st.bytes_recv += payload;
+            st.gate.reserve(t, d, payload)
+        };
+        if r > t && block {
+            wait_until(r);
+            self.counters
+                .gate_wait_ns
+                .fetch_add(r - t, Ordering::Relaxed);
+        }
+        if self.o_r_spin > 0 {
+            spin_for(self.o_r_spin);
+        }
+    }
+}

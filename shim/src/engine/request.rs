@@ -1,0 +1,185 @@
+//! The request table: what the shim keeps per MPI request (`Pending`),
+//! generalized requests that stand for the shim's own work, and
+//! MPI_Request_free.
+
+use super::*;
+
+/// Shim state attached to an MPI request.
+pub(super) enum Pending {
+    /// Nonblocking send: keeps the staging buffer or header alive.
+    Send {
+        _keep: Option<Vec<u8>>,
+        _hdr: Option<Box<Header>>,
+        complete_at: u64,
+    },
+    Recv(Wire),
+    /// A receive satisfied from the stash (Imrecv of a probed message, or an
+    /// Irecv matching one); the MPI request is a generalized request. The
+    /// payload was placed in the user's buffer when the receive was posted
+    /// (`n` bytes; `truncated` when it did not fit), so completion needs
+    /// nothing of the datatype.
+    FromStash {
+        msg: Box<Stashed>,
+        n: usize,
+        truncated: bool,
+    },
+    /// Persistent send: the header is rewritten by every Start.
+    PSend {
+        hdr: Box<Header>,
+        bytes: u64,
+        complete_at: u64,
+        active: bool,
+    },
+    /// Persistent buffered send: Start runs a buffered send and starts a
+    /// PROC_NULL persistent request that stands for it. `dt` is the shim's
+    /// own duplicate of the application's datatype, which the application
+    /// may free before the request; freed with the request.
+    PBsend {
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        active: bool,
+    },
+    PRecv {
+        hdr: Box<Header>,
+        active: bool,
+    },
+    /// A nonblocking collective (`coll::nb`, job `k`); the MPI request is
+    /// a PROC_NULL receive.
+    Coll {
+        k: usize,
+    },
+}
+
+// SAFETY: raw pointers in Pending point to user buffers that MPI itself
+// allows any thread to complete; access is serialised by the state mutex.
+unsafe impl Send for Pending {}
+
+impl Pending {
+    pub(super) fn persistent(&self) -> bool {
+        matches!(
+            self,
+            Pending::PSend { .. } | Pending::PBsend { .. } | Pending::PRecv { .. }
+        )
+    }
+    pub(super) fn active(&self) -> bool {
+        match self {
+            Pending::PSend { active, .. }
+            | Pending::PBsend { active, .. }
+            | Pending::PRecv { active, .. } => *active,
+            _ => true,
+        }
+    }
+}
+
+/// Starts a generalized request (MPI-3.1 §12.2) that stands for work of the
+/// shim's: a request handle of its own, unlike a PROC_NULL receive (Open MPI
+/// hands out one shared object for all of those, so two in flight would be
+/// one key in the request table). Its status is empty; the engine fills in
+/// the real one.
+pub unsafe fn start_grequest(req: *mut Request) -> c_int {
+    PMPI_Grequest_start(
+        grequest_query,
+        grequest_free,
+        grequest_cancel,
+        std::ptr::null_mut(),
+        req,
+    )
+}
+
+pub(super) unsafe extern "C" fn grequest_query(_: *mut c_void, st: *mut Status) -> c_int {
+    if !abi::status_ignored(st) {
+        if let Some(e) = get_opt() {
+            PMPI_Status_set_elements_x(st, e.c.byte, 0);
+        }
+        PMPI_Status_set_cancelled(st, 0);
+        (*st).set_source(abi::ANY_SOURCE);
+        (*st).set_tag(abi::ANY_TAG);
+        (*st).set_error(abi::SUCCESS);
+    }
+    abi::SUCCESS
+}
+
+pub(super) unsafe extern "C" fn grequest_free(_: *mut c_void) -> c_int {
+    abi::SUCCESS
+}
+
+/// Nothing to undo: cancelling a collective is erroneous (MPI-3.1 §5.12),
+/// and a receive from the stash already has its message.
+pub(super) unsafe extern "C" fn grequest_cancel(_: *mut c_void, _: c_int) -> c_int {
+    abi::SUCCESS
+}
+
+impl Engine {
+    pub unsafe fn request_free(&self, req: *mut Request) -> c_int {
+        let r = *req;
+        let p = self.lock().reqs.remove(&key(r));
+        if let Some(Pending::Coll { k }) = p {
+            nb::orphan(k);
+            return PMPI_Request_free(req);
+        }
+        if let Some(Pending::PBsend { mut dt, .. }) = p {
+            // Its buffered sends are already on their own: only the
+            // duplicate datatype is ours to free.
+            PMPI_Type_free(&mut dt);
+            return PMPI_Request_free(req);
+        }
+        if let Some(Pending::Recv(wire @ Wire::Staged { .. })) = p {
+            // Its payload lands in our stage, and only we can copy it to
+            // the application's buffer: keep the request and do so once it
+            // completes (`reap_freed`). For the application the request
+            // is gone.
+            let mut st = self.lock();
+            st.freed.push((r, wire));
+            self.freed_len.store(st.freed.len(), Ordering::Relaxed);
+            *req = self.c.request_null;
+            return abi::SUCCESS;
+        }
+        if let Some(p) = p {
+            if !p.persistent() || p.active() {
+                // MPI completes it in the background and may still write
+                // the header or read the staging buffer: keep them alive.
+                std::mem::forget(p);
+            }
+        }
+        PMPI_Request_free(req)
+    }
+
+    /// Completes the staged receives the application freed while active
+    /// whose messages have arrived: places their data (no waiting at the
+    /// gate: nobody waits for them). Called on entry to the receive,
+    /// probe and completion calls and at MPI_Finalize; one relaxed load
+    /// when there are none.
+    #[inline]
+    pub fn reap_freed(&self) {
+        if self.freed_len.load(Ordering::Relaxed) > 0 {
+            // SAFETY: the requests are live receive requests of ours.
+            unsafe { self.reap_freed_now(false) }
+        }
+    }
+
+    /// As `reap_freed`; with `all`, waits for every one (MPI_Finalize).
+    pub unsafe fn reap_freed_now(&self, all: bool) {
+        let mut list = std::mem::take(&mut self.lock().freed);
+        list.retain_mut(|(r, wire)| {
+            let mut flag: c_int = 0;
+            let mut st = Status::zeroed();
+            let rc = if all {
+                flag = 1;
+                PMPI_Wait(r, &mut st)
+            } else {
+                PMPI_Test(r, &mut flag, &mut st)
+            };
+            if flag != 0 {
+                self.finish_recv(wire, &mut st, false, rc);
+            }
+            flag == 0
+        });
+        let mut st = self.lock();
+        st.freed.append(&mut list);
+        self.freed_len.store(st.freed.len(), Ordering::Relaxed);
+    }
+}

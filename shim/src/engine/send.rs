@@ -1,0 +1,432 @@
+//! Sends: departure (o_s, send queue, g_s, G), every mode, blocking,
+//! nonblocking, buffered and persistent, and Start.
+
+use super::*;
+
+impl Engine {
+    /// Spends o_s, takes a departure slot, waits if the send queue is full.
+    pub(super) fn depart(&self, bytes: u64) -> loggp_core::Departure {
+        if self.o_s_spin > 0 {
+            spin_for(self.o_s_spin);
+        }
+        let t = now();
+        let dep = {
+            let mut st = self.lock();
+            st.sends += 1;
+            st.bytes_sent += bytes;
+            st.send.depart(t, bytes)
+        };
+        if dep.ready > t {
+            wait_until(dep.ready);
+            self.counters
+                .send_wait_ns
+                .fetch_add(dep.ready - t, Ordering::Relaxed);
+        }
+        dep
+    }
+
+    /// Blocking send in any mode.
+    pub unsafe fn send(
+        &self,
+        mode: Mode,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> c_int {
+        if mode == Mode::Buffered {
+            return self.bsend(buf, count, dt, dest, tag, comm);
+        }
+        if nb::running() {
+            // A blocking send may wait for its receiver, which may wait
+            // for a collective this rank must progress.
+            let mut r = self.c.request_null;
+            let rc = self.isend(mode, buf, count, dt, dest, tag, comm, &mut r);
+            if !ok(rc) {
+                return rc;
+            }
+            return self.wait(&mut r, status_ignore());
+        }
+        let size = type_size(dt);
+        let bytes = size * u64::try_from(count).unwrap_or(0);
+        let dep = self.depart(bytes);
+        let hdr = Header::new(dep.d);
+        let real = match mode {
+            Mode::Synchronous => PMPI_Ssend,
+            Mode::Ready => PMPI_Rsend,
+            _ => PMPI_Send,
+        };
+        let rc = if bytes <= self.cfg.inline_max {
+            // Blocking: the buffer is free again when the call returns, so
+            // this thread's staging buffer is reused (no allocation).
+            STAGE.with(|cell| {
+                let mut v = cell.take();
+                let rc = match self.stage_into(&mut v, size, hdr, buf, count, dt, comm) {
+                    Ok(()) => real(
+                        v.as_ptr().cast(),
+                        as_int(v.len()),
+                        self.c.packed,
+                        dest,
+                        tag,
+                        comm,
+                    ),
+                    Err(rc) => rc,
+                };
+                cell.replace(v);
+                rc
+            })
+        } else {
+            let h = Box::new(hdr);
+            match self.struct_type(&*h, buf, count, dt) {
+                Ok(mut t) => {
+                    let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm);
+                    PMPI_Type_free(&mut t);
+                    rc
+                }
+                Err(rc) => rc,
+            }
+        };
+        if dep.complete_at > dep.ready {
+            self.hold_until(dep.complete_at);
+        }
+        rc
+    }
+
+    pub(super) fn hold_until(&self, t: u64) {
+        let n = now();
+        if t > n {
+            wait_until(t);
+            self.counters
+                .send_wait_ns
+                .fetch_add(t - n, Ordering::Relaxed);
+        }
+    }
+
+    /// Buffered send under virtual time: the shim buffers the message itself
+    /// (a staged copy sent with Isend) instead of using the attached buffer,
+    /// whose size the application computed without our 16-byte header.
+    pub(super) unsafe fn bsend(
+        &self,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> c_int {
+        let size = type_size(dt);
+        let bytes = size * u64::try_from(count).unwrap_or(0);
+        let dep = self.depart(bytes);
+        let v = match self.stage(size, Header::new(dep.d), buf, count, dt, comm) {
+            Ok(v) => v,
+            Err(rc) => return rc,
+        };
+        let mut req = self.c.request_null;
+        let rc = PMPI_Isend(
+            v.as_ptr().cast(),
+            as_int(v.len()),
+            self.c.packed,
+            dest,
+            tag,
+            comm,
+            &mut req,
+        );
+        if ok(rc) {
+            let mut st = self.lock();
+            st.bsends.push((req, v));
+            Self::reap_bsends(&mut st, false);
+        }
+        rc
+    }
+
+    /// Frees buffered sends that have completed (all of them when `all`).
+    pub(super) fn reap_bsends(st: &mut State, all: bool) {
+        st.bsends.retain_mut(|(req, _)| {
+            let mut flag: c_int = 0;
+            // SAFETY: req is a live request from PMPI_Isend.
+            unsafe {
+                if all {
+                    PMPI_Wait(
+                        req,
+                        std::ptr::null_mut::<Status>().wrapping_byte_add(abi::STATUS_IGNORE),
+                    );
+                    flag = 1;
+                } else {
+                    PMPI_Test(
+                        req,
+                        &mut flag,
+                        std::ptr::null_mut::<Status>().wrapping_byte_add(abi::STATUS_IGNORE),
+                    );
+                }
+            }
+            flag == 0
+        });
+    }
+
+    /// Completes every buffered send (Buffer_detach, Finalize).
+    pub fn flush_bsends(&self) {
+        // SAFETY: freed receives are live requests of ours.
+        unsafe { self.reap_freed_now(true) };
+        let mut st = self.lock();
+        Self::reap_bsends(&mut st, true);
+    }
+
+    /// A request that is already complete, standing for work the shim did
+    /// itself: a receive from MPI_PROC_NULL.
+    pub(super) unsafe fn done_request(&self, req: *mut Request) -> c_int {
+        let rc = start_grequest(req);
+        if ok(rc) {
+            PMPI_Grequest_complete(*req)
+        } else {
+            rc
+        }
+    }
+
+    /// Nonblocking send in any mode.
+    pub unsafe fn isend(
+        &self,
+        mode: Mode,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        if mode == Mode::Buffered {
+            let rc = self.bsend(buf, count, dt, dest, tag, comm);
+            if !ok(rc) {
+                return rc;
+            }
+            return PMPI_Isend(
+                std::ptr::null(),
+                0,
+                self.c.byte,
+                abi::PROC_NULL,
+                tag,
+                comm,
+                req,
+            );
+        }
+        let size = type_size(dt);
+        let bytes = size * u64::try_from(count).unwrap_or(0);
+        let dep = self.depart(bytes);
+        let hdr = Header::new(dep.d);
+        let real = match mode {
+            Mode::Synchronous => PMPI_Issend,
+            Mode::Ready => PMPI_Irsend,
+            _ => PMPI_Isend,
+        };
+        let (rc, pending) = if bytes <= self.cfg.inline_max {
+            match self.stage(size, hdr, buf, count, dt, comm) {
+                Ok(v) => {
+                    let rc = real(
+                        v.as_ptr().cast(),
+                        as_int(v.len()),
+                        self.c.packed,
+                        dest,
+                        tag,
+                        comm,
+                        req,
+                    );
+                    (
+                        rc,
+                        Pending::Send {
+                            _keep: Some(v),
+                            _hdr: None,
+                            complete_at: dep.complete_at,
+                        },
+                    )
+                }
+                Err(rc) => return rc,
+            }
+        } else {
+            let h = Box::new(hdr);
+            match self.struct_type(&*h, buf, count, dt) {
+                Ok(mut t) => {
+                    let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
+                    PMPI_Type_free(&mut t);
+                    (
+                        rc,
+                        Pending::Send {
+                            _keep: None,
+                            _hdr: Some(h),
+                            complete_at: dep.complete_at,
+                        },
+                    )
+                }
+                Err(rc) => return rc,
+            }
+        };
+        if ok(rc) {
+            self.lock().reqs.insert(key(*req), pending);
+        }
+        rc
+    }
+
+    /// Persistent send (standard, synchronous, ready, buffered).
+    pub unsafe fn send_init(
+        &self,
+        mode: Mode,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        if mode == Mode::Buffered {
+            let mut own = dt;
+            let rc = PMPI_Type_dup(dt, &mut own);
+            if !ok(rc) {
+                return rc;
+            }
+            let rc = PMPI_Send_init(
+                std::ptr::null(),
+                0,
+                self.c.byte,
+                abi::PROC_NULL,
+                tag,
+                comm,
+                req,
+            );
+            if !ok(rc) {
+                PMPI_Type_free(&mut own);
+            } else {
+                self.lock().reqs.insert(
+                    key(*req),
+                    Pending::PBsend {
+                        buf,
+                        count,
+                        dt: own,
+                        dest,
+                        tag,
+                        comm,
+                        active: false,
+                    },
+                );
+            }
+            return rc;
+        }
+        let size = type_size(dt);
+        let bytes = size * u64::try_from(count).unwrap_or(0);
+        let h = Box::new(Header::new(0));
+        let mut t = match self.struct_type(&*h, buf, count, dt) {
+            Ok(t) => t,
+            Err(rc) => return rc,
+        };
+        let real = match mode {
+            Mode::Synchronous => PMPI_Ssend_init,
+            Mode::Ready => PMPI_Rsend_init,
+            _ => PMPI_Send_init,
+        };
+        let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
+        PMPI_Type_free(&mut t);
+        if ok(rc) {
+            self.lock().reqs.insert(
+                key(*req),
+                Pending::PSend {
+                    hdr: h,
+                    bytes,
+                    complete_at: 0,
+                    active: false,
+                },
+            );
+        }
+        rc
+    }
+
+    pub unsafe fn recv_init(
+        &self,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        let h = Box::new(Header::default());
+        let mut t = match self.struct_type(&*h, buf, count, dt) {
+            Ok(t) => t,
+            Err(rc) => return rc,
+        };
+        let rc = PMPI_Recv_init(abi::BOTTOM as *mut c_void, 1, t, src, tag, comm, req);
+        PMPI_Type_free(&mut t);
+        if ok(rc) {
+            self.lock().reqs.insert(
+                key(*req),
+                Pending::PRecv {
+                    hdr: h,
+                    active: false,
+                },
+            );
+        }
+        rc
+    }
+
+    /// Start of one request: tracked persistent requests get their header
+    /// (departure) and overheads here.
+    pub unsafe fn start(&self, req: *mut Request) -> c_int {
+        enum Kind {
+            Send(*mut Header, u64),
+            Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
+            Recv,
+            Untracked,
+        }
+        let kind = {
+            let mut st = self.lock();
+            match st.reqs.get_mut(&key(*req)) {
+                Some(Pending::PSend {
+                    hdr, bytes, active, ..
+                }) => {
+                    *active = true;
+                    Kind::Send(&mut **hdr, *bytes)
+                }
+                Some(Pending::PBsend {
+                    buf,
+                    count,
+                    dt,
+                    dest,
+                    tag,
+                    comm,
+                    active,
+                }) => {
+                    *active = true;
+                    Kind::Bsend(*buf, *count, *dt, *dest, *tag, *comm)
+                }
+                Some(Pending::PRecv { active, .. }) => {
+                    *active = true;
+                    Kind::Recv
+                }
+                _ => Kind::Untracked,
+            }
+        };
+        match kind {
+            Kind::Send(hdr, bytes) => {
+                let dep = self.depart(bytes);
+                // The header lives in the pending entry (boxed, stable) and
+                // is not in flight: the request was inactive.
+                *hdr = Header::new(dep.d);
+                if let Some(Pending::PSend { complete_at, .. }) =
+                    self.lock().reqs.get_mut(&key(*req))
+                {
+                    *complete_at = dep.complete_at;
+                }
+                PMPI_Start(req)
+            }
+            Kind::Bsend(buf, count, dt, dest, tag, comm) => {
+                let rc = self.bsend(buf, count, dt, dest, tag, comm);
+                if !ok(rc) {
+                    return rc;
+                }
+                PMPI_Start(req)
+            }
+            Kind::Recv | Kind::Untracked => PMPI_Start(req),
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! The wire format: the 16-byte header that travels inside every
+//! application message, and the two encodings (staged copy, zero-copy
+//! struct datatype) of a message with its header.
+
+use super::*;
+
+pub const HDR: usize = 16;
+pub(super) const HDR_INT: c_int = 16;
+pub(super) const MAGIC: u32 = 0x4C47_5021; // "LGP!"
+
+/// The piggyback.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Header {
+    pub(super) magic: u32,
+    pub(super) flags: u32,
+    pub(super) d: u64,
+}
+
+impl Header {
+    pub(super) fn new(d: u64) -> Header {
+        Header {
+            magic: MAGIC,
+            flags: 0,
+            d,
+        }
+    }
+    pub(super) fn write_to(&self, p: *mut u8) {
+        // SAFETY: callers pass a buffer of at least HDR bytes.
+        unsafe { p.cast::<Header>().write_unaligned(*self) }
+    }
+    pub(super) fn read_from(p: *const u8) -> Header {
+        // SAFETY: callers pass a buffer of at least HDR bytes.
+        unsafe { p.cast::<Header>().read_unaligned() }
+    }
+}
+
+/// Where a receive's header (and, when staged, its payload) lands.
+pub(super) enum Wire {
+    /// Header and payload land in `stage`; the payload is then copied to
+    /// `buf`, at most `cap` bytes. Only receive types whose elements form
+    /// one contiguous block are staged: the copy needs nothing of the
+    /// datatype, which the application may free while the receive is
+    /// pending (MPI-4.0 §5.1.9), and it keeps every byte that arrived,
+    /// partial elements included.
+    Staged {
+        stage: Vec<u8>,
+        buf: *mut u8,
+        cap: usize,
+        placed: bool,
+    },
+    /// Zero-copy: MPI itself places the payload with the user's datatype.
+    Struct { hdr: Box<Header> },
+}
+
+impl Wire {
+    pub(super) fn header(&self) -> Header {
+        match self {
+            Wire::Staged { stage, .. } => Header::read_from(stage.as_ptr()),
+            Wire::Struct { hdr } => **hdr,
+        }
+    }
+
+    /// Copies a staged payload to the user's buffer, once. `got` is the
+    /// message size MPI reports, header included; on truncation it can
+    /// exceed what landed in the stage.
+    ///
+    /// # Safety
+    /// `buf` must still be the user's receive buffer of `cap` bytes.
+    pub(super) unsafe fn place(&mut self, got: usize) {
+        if let Wire::Staged {
+            stage,
+            buf,
+            cap,
+            placed,
+        } = self
+        {
+            if !*placed {
+                let n = stage.len().min(got).saturating_sub(HDR).min(*cap);
+                if n > 0 {
+                    std::ptr::copy_nonoverlapping(stage.as_ptr().add(HDR), *buf, n);
+                }
+                *placed = true;
+            }
+        }
+    }
+}
+
+/// Bytes of `count` elements of `dt` when they are one contiguous block
+/// starting at the buffer (a predefined type without holes, or any type
+/// whose size equals its extent and true extent with both bounds at 0), so
+/// that staging can be a memcpy instead of MPI_Pack.
+/// `size` is `dt`'s size, which every caller already has.
+pub(super) unsafe fn contiguous_bytes(dt: Datatype, count: c_int, size: u64) -> Option<usize> {
+    let (mut lb, mut ext, mut tlb, mut text) = (0, 0, 0, 0);
+    PMPI_Type_get_extent(dt, &mut lb, &mut ext);
+    if lb != 0 || u64::try_from(ext).ok()? != size {
+        return None;
+    }
+    PMPI_Type_get_true_extent(dt, &mut tlb, &mut text);
+    if tlb != 0 || u64::try_from(text).ok()? != size {
+        return None;
+    }
+    usize::try_from(size * u64::try_from(count).ok()?).ok()
+}
+
+thread_local! {
+    /// Staging buffer reused by blocking calls on this thread.
+    pub(super) static STAGE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// MPI_Pack of `count × dt` at `buf`. MPICH refuses a null input buffer,
+/// and MPI_BOTTOM is null: a datatype of absolute addresses is then packed
+/// from a non-null base through an hindexed wrapper whose displacement
+/// takes the base off again, which names the same bytes (MPI-4.0 §5.1.12).
+pub(super) unsafe fn pack(
+    buf: *const c_void,
+    count: c_int,
+    dt: Datatype,
+    out: *mut u8,
+    outsize: c_int,
+    pos: &mut c_int,
+    comm: Comm,
+) -> c_int {
+    if buf as usize != abi::BOTTOM || count == 0 {
+        return PMPI_Pack(buf, count, dt, out.cast(), outsize, pos, comm);
+    }
+    let base = out as abi::Aint;
+    let mut t = dt;
+    let rc = PMPI_Type_create_hindexed(1, &count, &-base, dt, &mut t);
+    if !ok(rc) {
+        return rc;
+    }
+    let mut rc = PMPI_Type_commit(&mut t);
+    if ok(rc) {
+        rc = PMPI_Pack(
+            out.cast_const().cast(),
+            1,
+            t,
+            out.cast(),
+            outsize,
+            pos,
+            comm,
+        );
+    }
+    PMPI_Type_free(&mut t);
+    rc
+}
+
+impl Engine {
+    /// Packs `[header][payload]` into a new buffer.
+    pub(super) unsafe fn stage(
+        &self,
+        size: u64,
+        hdr: Header,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        comm: Comm,
+    ) -> Result<Vec<u8>, c_int> {
+        let mut v = Vec::new();
+        self.stage_into(&mut v, size, hdr, buf, count, dt, comm)?;
+        Ok(v)
+    }
+
+    /// Writes `[header][payload]` into `v` (resized to fit).
+    pub(super) unsafe fn stage_into(
+        &self,
+        v: &mut Vec<u8>,
+        size: u64,
+        hdr: Header,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        comm: Comm,
+    ) -> Result<(), c_int> {
+        if let Some(n) = contiguous_bytes(dt, count, size) {
+            v.clear();
+            v.reserve(HDR + n);
+            let mut h = [0u8; HDR];
+            hdr.write_to(h.as_mut_ptr());
+            v.extend_from_slice(&h);
+            if n > 0 {
+                v.extend_from_slice(std::slice::from_raw_parts(buf.cast::<u8>(), n));
+            }
+            return Ok(());
+        }
+        let mut psize: c_int = 0;
+        let rc = PMPI_Pack_size(count, dt, comm, &mut psize);
+        if !ok(rc) {
+            return Err(rc);
+        }
+        v.clear();
+        v.resize(HDR + usize::try_from(psize).unwrap_or(0), 0);
+        hdr.write_to(v.as_mut_ptr());
+        let mut pos: c_int = 0;
+        if count > 0 {
+            let rc = pack(
+                buf,
+                count,
+                dt,
+                v.as_mut_ptr().add(HDR),
+                psize,
+                &mut pos,
+                comm,
+            );
+            if !ok(rc) {
+                return Err(rc);
+            }
+        }
+        v.truncate(HDR + usize::try_from(pos).unwrap_or(0));
+        Ok(())
+    }
+
+    /// Builds the struct datatype `{16 B at hdr, count × dt at buf}`.
+    pub(super) unsafe fn struct_type(
+        &self,
+        hdr: *const Header,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+    ) -> Result<Datatype, c_int> {
+        let mut a0: abi::Aint = 0;
+        let mut a1: abi::Aint = 0;
+        PMPI_Get_address(hdr.cast(), &mut a0);
+        PMPI_Get_address(buf, &mut a1);
+        let lens = [HDR_INT, count];
+        let disps = [a0, a1];
+        let types = [self.c.byte, dt];
+        let mut t: Datatype = self.c.byte;
+        let rc = PMPI_Type_create_struct(2, lens.as_ptr(), disps.as_ptr(), types.as_ptr(), &mut t);
+        if !ok(rc) {
+            return Err(rc);
+        }
+        let rc = PMPI_Type_commit(&mut t);
+        if !ok(rc) {
+            return Err(rc);
+        }
+        Ok(t)
+    }
+}
