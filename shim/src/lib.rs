@@ -2,7 +2,9 @@
 //! an unmodified MPI program's point-to-point traffic (see DESIGN.md).
 //!
 //! * `api` — every exported MPI symbol (the only public surface);
-//! * `engine` — piggyback, request table, virtual-time gates;
+//! * `engine` — point-to-point under virtual time (header, sends,
+//!   receives and the gate, probe stash, completion, request table);
+//! * `coll` — the collectives over the engine's point-to-point;
 //! * `init` — flavour check, configuration, native transit, report;
 //! * `abi` — the probed ABI of the MPI this build is for; `real` — the MPI
 //!   library's own functions; `clock`, `log`.
