@@ -474,3 +474,52 @@ fn every_path_feels_the_knobs_openmpi() {
 fn every_path_feels_the_knobs_mpich() {
     every_path(Mpi::Mpich);
 }
+
+// ---- emulated CPU time and transfers in flight ---------------------------------
+
+/// Two 64 KiB Isends back to back under `o_s=+50us`: the first message is
+/// under way while the second send spends its o_s, and on a LogGP machine
+/// it arrives about o_s + transit after the start, not with the second
+/// (`tests/progs/inflight.c`). Transit is the same program's first arrival
+/// with virtual time on at zero knobs, in the same attempt. Expected: the
+/// first arrival within 10 % of o_s + transit, the second at least 2 o_s.
+fn inflight(mpi: Mpi) {
+    retry(
+        ATTEMPTS,
+        &format!("two Isends under o_s=+50us, {}", mpi.name()),
+        || {
+            let run = |vars: &[(&str, &str)]| {
+                let out = Job::new(mpi, "inflight")
+                    .vars(vars)
+                    .args(&["65536", "50"])
+                    .run();
+                out.expect_pass("inflight:");
+                (stat(&out, "first_us"), stat(&out, "second_us"))
+            };
+            let (base, _) = run(&[("LOGGP_VT", "on")]);
+            let (first, second) = run(&[("LOGGP_O_S", "50us")]);
+            let want = 50.0 + base.med;
+            bound(
+                first.med >= 50.0 && first.med <= 1.1 * want && second.med >= 100.0,
+                format!(
+                    "first arrival {:.1} us (expected o_s + transit = {want:.1} us, within 10 %: \
+                 <= {:.1}), second {:.1} us (expected >= 100); transit at zero knobs {:.1} us",
+                    first.med,
+                    1.1 * want,
+                    second.med,
+                    base.med
+                ),
+            )
+        },
+    );
+}
+
+#[test]
+fn transfers_move_during_emulated_cpu_time_openmpi() {
+    inflight(Mpi::OpenMpi);
+}
+
+#[test]
+fn transfers_move_during_emulated_cpu_time_mpich() {
+    inflight(Mpi::Mpich);
+}

@@ -22,35 +22,29 @@ pub fn set_yield(on: bool) {
     YIELD.store(on, Ordering::Relaxed);
 }
 
-/// Busy-waits until `t`: the CPU stays with this rank, as o_s and o_r
-/// demand, and as an MPI library's progress loop does while it waits.
+/// Passes the time until `t` while calling `poke` about every `every` ns,
+/// but not in the last `every` ns (the caller's progress hook must not make
+/// it late). CPU work (`busy`: o_s, o_r) spins, as those knobs demand; a
+/// wait for something that is not CPU work (a message's virtual arrival, a
+/// departure slot) spins too, except when the host is oversubscribed: then
+/// it yields the processor while more than 20 µs remain.
 #[inline]
-pub fn spin_until(t: u64) {
-    while now() < t {
-        std::hint::spin_loop();
-    }
-}
-
-/// Waits until `t` for something that is not CPU work (a message's virtual
-/// arrival, a departure slot). Spins, except when the host is
-/// oversubscribed: then it yields while more than 20 µs remain.
-#[inline]
-pub fn wait_until(t: u64) {
-    if YIELD.load(Ordering::Relaxed) {
-        loop {
-            let n = now();
-            if n + 20_000 >= t {
-                break;
-            }
+pub fn pass_until(t: u64, busy: bool, every: u64, mut poke: impl FnMut()) {
+    let yielding = !busy && YIELD.load(Ordering::Relaxed);
+    let mut next = now() + every;
+    loop {
+        let n = now();
+        if n >= t {
+            return;
+        }
+        if n >= next && n + every < t {
+            poke();
+            next = now() + every;
+        } else if yielding && n + 20_000 < t {
             // SAFETY: plain syscall.
             unsafe { libc::sched_yield() };
+        } else {
+            std::hint::spin_loop();
         }
     }
-    spin_until(t);
-}
-
-/// Busy-waits for `ns` nanoseconds from now.
-#[inline]
-pub fn spin_for(ns: u64) {
-    spin_until(now() + ns);
 }

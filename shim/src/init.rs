@@ -167,6 +167,7 @@ pub unsafe fn after_init(cfg: Config) {
     let mut e = Engine::new(cfg, c, rank, size, transit);
     e.set_own_costs(native.own_send_ns, native.own_recv_ns);
     PMPI_Comm_dup(c.comm_self, &mut e.self_comm.0);
+    e.progress_comm = SharedHandle(private);
     engine::install(e);
 }
 

@@ -42,7 +42,7 @@ pub use wire::HDR;
 use wire::*;
 
 use crate::abi::{self, key, Comm, Consts, Datatype, Message, Request, Status};
-use crate::clock::{now, spin_for, wait_until};
+use crate::clock::{now, pass_until};
 use crate::coll::nb;
 use crate::log;
 use crate::real::*;
@@ -120,7 +120,15 @@ pub struct Engine {
     /// into a derived receive type by sending it to ourselves on it
     /// (`place_stashed`). Set at MPI_Init.
     pub self_comm: abi::SharedHandle,
+    /// The shim's private duplicate of MPI_COMM_WORLD (start-up and report
+    /// traffic only), probed to drive the library's progress engine while
+    /// the shim passes emulated time (`pass_time`). Set at MPI_Init.
+    pub progress_comm: abi::SharedHandle,
 }
+
+/// How often the native library's progress engine is driven while the
+/// shim passes emulated time (`Engine::pass_time`).
+const PROGRESS_EVERY_NS: u64 = 1_000;
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -215,6 +223,7 @@ impl Engine {
             o_s_spin: cfg.o_s,
             o_r_spin: cfg.o_r,
             self_comm: abi::SharedHandle(c.comm_null),
+            progress_comm: abi::SharedHandle(c.comm_null),
             cfg,
             c,
             rank,
@@ -228,6 +237,36 @@ impl Engine {
     pub fn set_own_costs(&mut self, send_ns: u64, recv_ns: u64) {
         self.o_s_spin = self.cfg.o_s.saturating_sub(send_ns);
         self.o_r_spin = self.cfg.o_r.saturating_sub(recv_ns);
+    }
+
+    /// Passes emulated time until `t`: CPU time (o_s, o_r: `busy`) or a
+    /// wait (the gate, a send-queue slot, a send's completion). Either way
+    /// the native library keeps moving what is already in flight, as a NIC
+    /// would (DESIGN.md §1): about every microsecond a probe drives its
+    /// progress engine. Without it the rendezvous of a message sent just
+    /// before an o_s spin would wait for the spin to end. The probe is on
+    /// the shim's private duplicate of MPI_COMM_WORLD, where no application
+    /// message travels and nothing is received (MPICH does not progress the
+    /// network for a probe on a communicator of one rank).
+    pub(super) fn pass_time(&self, t: u64, busy: bool) {
+        let comm = self.progress_comm.0;
+        if comm == self.c.comm_null {
+            pass_until(t, busy, u64::MAX / 4, || {});
+            return;
+        }
+        pass_until(t, busy, PROGRESS_EVERY_NS, || {
+            let mut flag: c_int = 0;
+            // SAFETY: a probe on our own communicator; nothing is received.
+            unsafe {
+                PMPI_Iprobe(
+                    abi::ANY_SOURCE,
+                    abi::ANY_TAG,
+                    comm,
+                    &mut flag,
+                    status_ignore(),
+                );
+            }
+        });
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -170,13 +170,13 @@ impl Engine {
             st.gate.reserve(t, d, payload)
         };
         if r > t && block {
-            wait_until(r);
+            self.pass_time(r, false);
             self.counters
                 .gate_wait_ns
                 .fetch_add(r - t, Ordering::Relaxed);
         }
         if self.o_r_spin > 0 {
-            spin_for(self.o_r_spin);
+            self.pass_time(now() + self.o_r_spin, true);
         }
     }
 }

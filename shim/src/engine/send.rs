@@ -7,7 +7,7 @@ impl Engine {
     /// Spends o_s, takes a departure slot, waits if the send queue is full.
     pub(super) fn depart(&self, bytes: u64) -> loggp_core::Departure {
         if self.o_s_spin > 0 {
-            spin_for(self.o_s_spin);
+            self.pass_time(now() + self.o_s_spin, true);
         }
         let t = now();
         let dep = {
@@ -17,7 +17,7 @@ impl Engine {
             st.send.depart(t, bytes)
         };
         if dep.ready > t {
-            wait_until(dep.ready);
+            self.pass_time(dep.ready, false);
             self.counters
                 .send_wait_ns
                 .fetch_add(dep.ready - t, Ordering::Relaxed);
@@ -97,7 +97,7 @@ impl Engine {
     pub(super) fn hold_until(&self, t: u64) {
         let n = now();
         if t > n {
-            wait_until(t);
+            self.pass_time(t, false);
             self.counters
                 .send_wait_ns
                 .fetch_add(t - n, Ordering::Relaxed);
