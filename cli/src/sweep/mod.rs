@@ -19,8 +19,8 @@
 mod csv;
 mod exec;
 mod json;
+mod metric;
 mod opts;
-mod regex;
 mod report;
 mod stats;
 pub(crate) mod svg;

@@ -1,6 +1,6 @@
 //! The command line of `loggp sweep`.
 
-use super::regex::Regex;
+use super::metric::Metric;
 use super::stats::Stat;
 use crate::knobs::knob_var;
 use crate::launch::Mpi;
@@ -82,7 +82,7 @@ pub struct Opts {
     pub stat: Stat,
     pub mpi: Option<Mpi>,
     pub out: PathBuf,
-    pub metric: Option<Regex>,
+    pub metric: Option<Metric>,
     pub keep_going: bool,
     pub timeout: Duration,
     pub lock: Option<PathBuf>,
@@ -175,7 +175,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             "--mpi" => mpi = Some(Mpi::parse(&v)?),
             "--out" => out = PathBuf::from(v),
             "--metric" => {
-                let r = Regex::new(&v).map_err(|e| format!("sweep: --metric {v:?} is not accepted: {e}"))?;
+                let r = Metric::new(&v).map_err(|e| format!("sweep: --metric {v:?} is not accepted: {e}"))?;
                 metric = Some(r);
             }
             "--timeout" => {
