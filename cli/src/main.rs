@@ -1,6 +1,7 @@
 //! `loggp`: the front door of loggp-shim.
 
 mod calibrate;
+mod json;
 #[allow(dead_code)]
 mod knobs;
 #[allow(dead_code)]

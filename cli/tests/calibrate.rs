@@ -114,6 +114,17 @@ fn check_files(out: &Path, extra: &[&str]) {
     let json = std::fs::read_to_string(out.join("calibration.json")).unwrap();
     assert!(json.contains("\"baseline\"") && json.contains("\"knobs\""));
     assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("calibration.json is JSON");
+    // calibrate --collectives --params reads the baseline's medians
+    for p in ["L", "o_s", "o_r", "g_s", "g_r", "G"] {
+        assert!(
+            v["baseline"]["median"][p].is_number(),
+            "baseline median {p}: {json}"
+        );
+    }
+    let runs = v["baseline"]["runs"].as_array().expect("baseline runs");
+    assert!(!runs.is_empty() && runs[0]["L_ns"].is_number(), "{json}");
+    assert!(v["knobs"].is_array(), "{json}");
 }
 
 /// Every parameter finite and positive, and L = RTT/2 - o_s - o_r not

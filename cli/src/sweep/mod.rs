@@ -611,6 +611,15 @@ mod tests {
             "{json}"
         );
         assert_eq!(json.matches('{').count(), json.matches('}').count());
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["command"][3], "./a, \"b\" <c>");
+        assert_eq!(v["knobs"][1]["knob"], "o_s");
+        assert_eq!(v["knobs"][0]["points"].as_array().unwrap().len(), 3);
+        assert_eq!(v["runs"].as_array().unwrap().len(), 20);
+        assert_eq!(v["runs"][19]["error"], "exit code 1");
+        assert_eq!(v["baseline"]["figure"]["n"], 3);
+        let slope = v["knobs"][0]["slope_per_unit"].as_f64().unwrap();
+        assert!((slope - r.curves[0].fit.unwrap().slope).abs() < 1e-12);
         let svg = read("sweep.svg");
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("&lt;c&gt;") && !svg.contains("<c>"));

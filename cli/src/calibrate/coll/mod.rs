@@ -309,27 +309,25 @@ impl Base {
         Machine { gamma, ..self.m }
     }
 
-    /// Reads the parameters from a `calibration.json` (its `"median"`
-    /// object: the baseline) or a `coll.json` (its `"params"` object).
+    /// Reads the parameters from a `calibration.json` (its baseline's
+    /// `"median"` object) or a `coll.json` (its `"params"` object).
     pub fn from_json(text: &str, source: String) -> Result<Base, String> {
-        let obj = ["\"params\": {", "\"median\": {"]
-            .iter()
-            .find_map(|k| text.find(k).map(|i| &text[i + k.len()..]))
-            .ok_or("neither a \"median\" (calibration.json) nor a \"params\" (coll.json) object")?;
-        let obj = &obj[..obj.find('}').ok_or("unterminated object")?];
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let obj = v
+            .get("params")
+            .or_else(|| v.get("baseline").and_then(|b| b.get("median")))
+            .and_then(serde_json::Value::as_object)
+            .ok_or(
+                "neither a \"baseline\": {\"median\": ...} (calibration.json) nor a \"params\" (coll.json) object",
+            )?;
         let get = |name: &str| -> Result<f64, String> {
-            let key = format!("\"{name}\":");
-            let at = obj
-                .find(&key)
+            let x = obj
+                .get(name)
                 .ok_or_else(|| format!("no {name:?} in the parameters"))?;
-            let rest = obj[at + key.len()..].trim_start();
-            let end = rest.find([',', '}']).unwrap_or(rest.len());
-            rest[..end]
-                .trim()
-                .parse::<f64>()
-                .ok()
+            x.as_f64()
                 .filter(|v| v.is_finite())
-                .ok_or_else(|| format!("{name} is not a number ({:?})", rest[..end].trim()))
+                .ok_or_else(|| format!("{name} is not a number ({x})"))
         };
         Ok(Base::new(
             get("L")?,
@@ -842,8 +840,17 @@ mod tests {
         let b = Base::from_json(coll, "x".into()).unwrap();
         assert_eq!((b.m.o_s, b.m.big_g), (2.0, 0.5));
         assert!(Base::from_json("{}", "x".into()).is_err());
-        let e = Base::from_json(r#"{"median": {"L": null}}"#, "x".into()).unwrap_err();
+        let e =
+            Base::from_json(r#"{"baseline": {"median": {"L": null}}}"#, "x".into()).unwrap_err();
         assert!(e.contains("L is not a number"), "{e}");
+        let e = Base::from_json(r#"{"params": {"L": 1}}"#, "x".into()).unwrap_err();
+        assert!(e.contains("no \"o_s\""), "{e}");
+        // a "median" elsewhere (a coll.json row's timing) is not the baseline
+        let e = Base::from_json(r#"{"rows": [{"zero": {"median": 5}}]}"#, "x".into()).unwrap_err();
+        assert!(e.contains("neither"), "{e}");
+        assert!(Base::from_json("{\"params\": {", "x".into())
+            .unwrap_err()
+            .contains("not JSON"));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The collective check's outputs: Markdown (also printed), CSV, JSON, an
 //! SVG of measured vs predicted change, and the raw kernel output.
 
-use super::super::report::{jnum, jstr, table, xml};
+use super::super::report::{table, xml};
 use super::{put, Check, Row};
+use serde::Serialize;
 use std::fmt::Write as _;
 
 fn us(v: f64) -> String {
@@ -253,69 +254,127 @@ fn csv(c: &Check) -> String {
     s
 }
 
+#[derive(Serialize)]
+struct JsonCheck<'a> {
+    mpi: &'a str,
+    library: &'a str,
+    cores: usize,
+    reps: u32,
+    warmup: u32,
+    seconds: f64,
+    command: String,
+    params: JsonParams<'a>,
+    rows: Vec<JsonRow<'a>>,
+}
+
+/// Read back by `calibrate --collectives --params`.
+#[derive(Serialize)]
+struct JsonParams<'a> {
+    #[serde(rename = "L")]
+    l: f64,
+    o_s: f64,
+    o_r: f64,
+    g_s: f64,
+    g_r: f64,
+    #[serde(rename = "G")]
+    big_g: f64,
+    source: &'a str,
+}
+
+#[derive(Serialize)]
+struct JsonTiming {
+    median: f64,
+    sigma: f64,
+    p10: f64,
+    p90: f64,
+    n: usize,
+    late: usize,
+    mostly_late: bool,
+}
+
+impl From<&super::Timing> for JsonTiming {
+    fn from(x: &super::Timing) -> Self {
+        JsonTiming {
+            median: x.median,
+            sigma: x.sigma,
+            p10: x.p10,
+            p90: x.p90,
+            n: x.n,
+            late: x.late,
+            mostly_late: x.mostly_late,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    p: u32,
+    op: &'a str,
+    algorithm: &'a str,
+    bytes: u64,
+    knob: &'a str,
+    knob_value: &'a str,
+    knob_value_ns: f64,
+    zero: JsonTiming,
+    raised: JsonTiming,
+    gamma_ns_per_byte: f64,
+    pred_zero_ns: f64,
+    pred_raised_ns: f64,
+    delta_meas_ns: f64,
+    delta_se_ns: f64,
+    delta_pred_ns: f64,
+    delta_closed_form_ns: Option<f64>,
+    pct_diff: Option<f64>,
+    model_applies: bool,
+    notes: &'a [String],
+}
+
 fn json(c: &Check) -> String {
     let b = &c.base;
-    let mut s = String::from("{\n");
-    let _ = writeln!(
-        s,
-        "  \"mpi\": {}, \"library\": {}, \"cores\": {}, \"reps\": {}, \"warmup\": {}, \"seconds\": {}, \"command\": {},",
-        jstr(c.opts.mpi.name()),
-        jstr(&c.library),
-        c.cores,
-        c.opts.reps,
-        c.opts.warmup,
-        jnum(c.seconds),
-        jstr(&command(c))
-    );
-    let _ = writeln!(
-        s,
-        "  \"params\": {{\"L\": {}, \"o_s\": {}, \"o_r\": {}, \"g_s\": {}, \"g_r\": {}, \"G\": {}, \"source\": {}}},",
-        jnum(b.m.l),
-        jnum(b.m.o_s),
-        jnum(b.m.o_r),
-        jnum(b.m.g_s),
-        jnum(b.m.g_r),
-        jnum(b.m.big_g),
-        jstr(&b.source)
-    );
-    s.push_str("  \"rows\": [\n");
-    let rows: Vec<String> = c
-        .rows
-        .iter()
-        .map(|r| {
-            let t = |x: &super::Timing| {
-                format!(
-                    "{{\"median\": {}, \"sigma\": {}, \"p10\": {}, \"p90\": {}, \"n\": {}, \"late\": {}, \"mostly_late\": {}}}",
-                    jnum(x.median), jnum(x.sigma), jnum(x.p10), jnum(x.p90), x.n, x.late, x.mostly_late
-                )
-            };
-            format!(
-                "    {{\"p\": {}, \"op\": {}, \"algorithm\": {}, \"bytes\": {}, \"knob\": {}, \"knob_value\": {}, \"knob_value_ns\": {}, \"zero\": {}, \"raised\": {}, \"gamma_ns_per_byte\": {}, \"pred_zero_ns\": {}, \"pred_raised_ns\": {}, \"delta_meas_ns\": {}, \"delta_se_ns\": {}, \"delta_pred_ns\": {}, \"delta_closed_form_ns\": {}, \"pct_diff\": {}, \"model_applies\": {}, \"notes\": [{}]}}",
-                r.p,
-                jstr(r.op.name()),
-                jstr(r.op.alg()),
-                r.size,
-                jstr(r.knob.param.name()),
-                jstr(&r.knob.text),
-                jnum(r.knob.value),
-                t(&r.base),
-                t(&r.raised),
-                jnum(r.gamma),
-                jnum(r.pred_base),
-                jnum(r.pred_raised),
-                jnum(r.meas_delta),
-                jnum(r.delta_se),
-                jnum(r.pred_delta),
-                r.closed_delta.map_or("null".into(), jnum),
-                r.pct.map_or("null".into(), jnum),
-                r.applies,
-                r.notes.iter().map(|n| jstr(n)).collect::<Vec<_>>().join(", ")
-            )
-        })
-        .collect();
-    s.push_str(&rows.join(",\n"));
-    s.push_str("\n  ]\n}\n");
-    s
+    let file = JsonCheck {
+        mpi: c.opts.mpi.name(),
+        library: &c.library,
+        cores: c.cores,
+        reps: c.opts.reps,
+        warmup: c.opts.warmup,
+        seconds: c.seconds,
+        command: command(c),
+        params: JsonParams {
+            l: b.m.l,
+            o_s: b.m.o_s,
+            o_r: b.m.o_r,
+            g_s: b.m.g_s,
+            g_r: b.m.g_r,
+            big_g: b.m.big_g,
+            source: &b.source,
+        },
+        rows: c
+            .rows
+            .iter()
+            .map(|r| JsonRow {
+                p: r.p,
+                op: r.op.name(),
+                algorithm: r.op.alg(),
+                bytes: r.size,
+                knob: r.knob.param.name(),
+                knob_value: &r.knob.text,
+                knob_value_ns: r.knob.value,
+                zero: JsonTiming::from(&r.base),
+                raised: JsonTiming::from(&r.raised),
+                gamma_ns_per_byte: r.gamma,
+                pred_zero_ns: r.pred_base,
+                pred_raised_ns: r.pred_raised,
+                delta_meas_ns: r.meas_delta,
+                delta_se_ns: r.delta_se,
+                delta_pred_ns: r.pred_delta,
+                delta_closed_form_ns: r.closed_delta,
+                pct_diff: r.pct,
+                model_applies: r.applies,
+                notes: &r.notes,
+            })
+            .collect(),
+    };
+    crate::json::pretty(&file)
 }
 
 /// Measured vs predicted Δ (µs), one point per row, with the ideal line;
