@@ -98,7 +98,7 @@ fn bad_input_stops_at_init_mpich() {
 }
 
 /// `loggp run` refuses a bad flag value, or a bad variable in its own
-/// environment, before starting anything: exit 2, one line `loggp: ...`.
+/// environment, before starting anything: exit 2, one line `loggp run: ...`.
 #[test]
 fn loggp_run_refuses_bad_values() {
     let mpi = Mpi::OpenMpi;
@@ -126,7 +126,14 @@ fn loggp_run_refuses_bad_values() {
                 .arg("2")
                 .arg(&hello);
             let out = run_command(c, Duration::from_secs(60));
-            let want = format!("loggp: {}", config_error(var, v));
+            // in the environment the variable is named, on the command
+            // line the flag, each with what the shim accepts
+            let want = if as_env {
+                format!("loggp run: {}", config_error(var, v))
+            } else {
+                let accepted = Config::from_vars([(var, v)]).unwrap_err().accepted;
+                format!("loggp run: {flag} {v:?} is not accepted: expected {accepted} (as {var})")
+            };
             let got: Vec<&str> = out.stderr.lines().collect();
             let how = if as_env {
                 format!("{var}={v:?} in the environment")

@@ -466,7 +466,11 @@ fn bad_values_stop_with_one_line() {
         ),
         (
             vec!["--knob", "Lat", "--values", "1us"],
-            "\"Lat\" is not a knob",
+            "--knob \"Lat\" is not accepted: expected L, o_s, o_r, g_s, g_r or G",
+        ),
+        (
+            vec!["--knob", "L", "--values", "1us", "--timeout", "300"],
+            "--timeout \"300\" is not accepted: expected a time above 0",
         ),
     ] {
         let o = sweep_sh(&args, "true", &out);

@@ -28,6 +28,7 @@ pub(crate) mod svg;
 use crate::knobs;
 use crate::launch::{self, Mpi};
 use exec::{End, Outcome};
+pub use opts::Args;
 use opts::{Knob, Opts};
 use stats::{Fit, Stat, Summary};
 use std::io::{IsTerminal, Write};
@@ -183,27 +184,23 @@ pub fn analyse(
     (baseline, curves)
 }
 
-pub fn main(args: &[String]) -> Result<ExitCode, String> {
-    let Some(o) = opts::parse(args)? else {
-        println!("{}", opts::USAGE);
-        return Ok(ExitCode::SUCCESS);
-    };
+pub fn main(args: Args) -> Result<ExitCode, String> {
+    let o = Opts::from_args(args)?;
     let mpi = match o.mpi {
         Some(m) => m,
         None => launch::detect_mpi(&o.cmd[0]).ok_or_else(|| {
             format!(
-                "sweep: cannot tell which MPI {:?} belongs to; say --mpi openmpi or --mpi mpich",
+                "cannot tell which MPI {:?} belongs to; say --mpi openmpi or --mpi mpich",
                 o.cmd[0]
             )
         })?,
     };
-    let shim = launch::shim_path(mpi).map_err(|e| format!("sweep: {e}"))?;
+    let shim = launch::shim_path(mpi)?;
     // Validate every configuration now, as the shim will, so that a bad
     // value stops the sweep before the first run rather than in the middle.
     // A swept knob set in the environment is replaced by the swept values,
     // and is absent (zero) at the baseline.
-    let background: Vec<(String, String)> = knobs::resolve(&[])
-        .map_err(|e| format!("sweep: {e}"))?
+    let background: Vec<(String, String)> = knobs::resolve(&[])?
         .into_iter()
         .filter(|(k, _)| !o.knobs.iter().any(|kn| kn.var == k))
         .collect();
@@ -214,12 +211,12 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
             let mut vars = background.clone();
             vars.push((knob.var.to_string(), val.text.clone()));
             loggp_core::Config::from_vars(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                .map_err(|e| format!("sweep: {e}"))?;
+                .map_err(|e| e.to_string())?;
             configs.push((Point::Value(k, v), vars));
         }
     }
     std::fs::create_dir_all(&o.out)
-        .map_err(|e| format!("sweep: cannot create {}: {e}", o.out.display()))?;
+        .map_err(|e| format!("cannot create {}: {e}", o.out.display()))?;
     exec::install_signal_forwarding();
     let report = sweep(&o, mpi, &shim, &configs, &background);
     let files = report::write_all(&report, &o.out)?;
