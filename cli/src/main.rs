@@ -2,6 +2,7 @@
 
 mod args;
 mod calibrate;
+mod job;
 mod json;
 mod knobs;
 #[allow(dead_code)]

@@ -17,7 +17,6 @@
 //! `sweep.svg` (one panel per knob).
 
 mod csv;
-mod exec;
 mod json;
 mod metric;
 mod opts;
@@ -25,9 +24,9 @@ mod report;
 mod stats;
 pub(crate) mod svg;
 
+use crate::job::{self, End, Outcome};
 use crate::knobs;
 use crate::launch::{self, Mpi};
-use exec::{End, Outcome};
 pub use opts::Args;
 use opts::{Knob, Opts};
 use stats::{Fit, Stat, Summary};
@@ -217,7 +216,7 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
     }
     std::fs::create_dir_all(&o.out)
         .map_err(|e| format!("cannot create {}: {e}", o.out.display()))?;
-    exec::install_signal_forwarding();
+    job::install_signal_forwarding();
     let report = sweep(&o, mpi, &shim, &configs, &background);
     let files = report::write_all(&report, &o.out)?;
     print!("{}", report::summary_text(&report));
@@ -286,7 +285,7 @@ fn sweep(
                 Point::Baseline => "baseline".to_string(),
                 Point::Value(k, v) => format!("{}={}", o.knobs[k].name, o.knobs[k].values[v].text),
             };
-            let out = exec::run(cmd, o.timeout, o.lock.as_deref());
+            let out = job::run(cmd, o.timeout, o.lock.as_deref());
             let run = record(*point, repeat, &out, o);
             progress.step(&label, repeat, o.repeat, &run);
             if let Some(err) = &run.error {
@@ -295,7 +294,7 @@ fn sweep(
                     "loggp sweep: run {} of {total} ({label}, repeat {repeat}) failed: {err}",
                     progress.done
                 );
-                let lines = exec::tail(&out, 10);
+                let lines = job::tail(&out, 10);
                 if lines.is_empty() {
                     eprintln!("  (it printed nothing)");
                 } else {
