@@ -2,6 +2,7 @@
 
 mod args;
 mod calibrate;
+mod csv;
 mod job;
 mod json;
 mod knobs;

@@ -111,6 +111,15 @@ fn check_files(out: &Path, extra: &[&str]) {
     }
     let svg = std::fs::read_to_string(out.join("fit.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    // a missing value is an empty field (the baseline rows have no
+    // realised value), never NaN
+    for f in ["calibration.csv", "fit.csv"] {
+        let text = std::fs::read_to_string(out.join(f)).unwrap();
+        let bad = text
+            .split([',', '\n'])
+            .any(|c| matches!(c.trim(), "NaN" | "inf" | "-inf"));
+        assert!(!bad, "{f}:\n{text}");
+    }
     let json = std::fs::read_to_string(out.join("calibration.json")).unwrap();
     assert!(json.contains("\"baseline\"") && json.contains("\"knobs\""));
     assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");

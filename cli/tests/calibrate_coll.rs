@@ -131,6 +131,11 @@ fn quick(mpi: &str) {
     }
     let svg = std::fs::read_to_string(out.join("coll.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    let text = std::fs::read_to_string(out.join("coll.csv")).unwrap();
+    let bad = text
+        .split([',', '\n'])
+        .any(|c| matches!(c.trim(), "NaN" | "inf" | "-inf"));
+    assert!(!bad, "coll.csv:\n{text}");
     let json = std::fs::read_to_string(out.join("coll.json")).unwrap();
     assert!(json.contains("\"params\"") && json.contains("\"rows\""));
     assert!(!json.contains("NaN") && !json.contains(": inf"), "{json}");

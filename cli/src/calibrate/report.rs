@@ -3,6 +3,7 @@
 
 use super::kernel::{Params, PARAMS};
 use super::{Calibration, KnobResult};
+use crate::csv;
 use crate::json::Pairs;
 use loggp_core::fit::theil_sen_slope;
 use loggp_core::stats;
@@ -390,20 +391,25 @@ fn csv(cal: &Calibration) -> String {
                     secs: f64| {
         let _ = write!(
             s,
-            "{},{},{},{knob},{run},{req},{reqv}",
+            "{},{},{},{knob},{run},{},{}",
             o.mpi.name(),
             o.np,
-            o.size
+            o.size,
+            csv::field(req),
+            csv::num(reqv)
         );
         for q in PARAMS {
-            let _ = write!(s, ",{}", p.get(q));
+            let _ = write!(s, ",{}", csv::num(p.get(q)));
         }
         let _ = writeln!(
             s,
-            ",{},{},{realised},{},{below},\"{drift}\",{secs}",
-            p.o_s_call,
-            p.big_g_lsq,
-            err.map(|e| e.to_string()).unwrap_or_default()
+            ",{},{},{},{},{below},{},{}",
+            csv::num(p.o_s_call),
+            csv::num(p.big_g_lsq),
+            csv::num(realised),
+            csv::opt(err),
+            csv::field(drift),
+            csv::num(secs)
         );
     };
     for (i, r) in cal.baseline.runs.iter().enumerate() {
@@ -449,7 +455,13 @@ fn fit_csv(cal: &Calibration) -> String {
                 .iter()
                 .position(|g| g.start <= j && j <= g.end)
                 .map_or(0, |x| x + 1);
-            let _ = writeln!(s, "baseline-{},{},{},{range}", i + 1, p.size, p.gap);
+            let _ = writeln!(
+                s,
+                "baseline-{},{},{},{range}",
+                i + 1,
+                p.size,
+                csv::num(p.gap)
+            );
         }
     }
     s

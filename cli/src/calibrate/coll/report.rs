@@ -3,6 +3,7 @@
 
 use super::super::report::{table, xml};
 use super::{put, Check, Row};
+use crate::csv;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -219,36 +220,36 @@ fn csv(c: &Check) -> String {
         let (a, b) = (&r.base, &r.raised);
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             c.opts.mpi.name(),
             r.p,
             r.op.name(),
             r.op.alg(),
             r.size,
             r.knob.param.name(),
-            r.knob.text,
-            a.median,
-            a.sigma,
-            a.p10,
-            a.p90,
+            csv::field(&r.knob.text),
+            csv::num(a.median),
+            csv::num(a.sigma),
+            csv::num(a.p10),
+            csv::num(a.p90),
             a.n,
             a.late,
-            b.median,
-            b.sigma,
-            b.p10,
-            b.p90,
+            csv::num(b.median),
+            csv::num(b.sigma),
+            csv::num(b.p10),
+            csv::num(b.p90),
             b.n,
             b.late,
-            r.gamma,
-            r.pred_base,
-            r.pred_raised,
-            r.meas_delta,
-            r.delta_se,
-            r.pred_delta,
-            r.closed_delta.map_or(String::new(), |d| format!("{d}")),
-            r.pct.map_or(String::new(), |p| format!("{p}")),
+            csv::num(r.gamma),
+            csv::num(r.pred_base),
+            csv::num(r.pred_raised),
+            csv::num(r.meas_delta),
+            csv::num(r.delta_se),
+            csv::num(r.pred_delta),
+            csv::opt(r.closed_delta),
+            csv::opt(r.pct),
             r.applies,
-            r.notes.join("; ").replace('"', "'")
+            csv::field(&r.notes.join("; "))
         );
     }
     s
