@@ -8,6 +8,7 @@ mod json;
 mod knobs;
 #[allow(dead_code)]
 mod launch;
+mod svg;
 mod sweep;
 
 use clap::{Parser, Subcommand};

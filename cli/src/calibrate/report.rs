@@ -5,6 +5,7 @@ use super::kernel::{Params, PARAMS};
 use super::{Calibration, KnobResult};
 use crate::csv;
 use crate::json::Pairs;
+use crate::svg::{short, Svg};
 use loggp_core::fit::theil_sen_slope;
 use loggp_core::stats;
 use serde::Serialize;
@@ -686,24 +687,18 @@ impl Plot<'_> {
         }
         let px = |x: f64| ml + (tx(x) - x0) / (x1 - x0) * (w - ml - mr);
         let py = |y: f64| h - mb - (tx(y) - y0) / (y1 - y0) * (h - mt - mb);
-        let mut s = format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-        );
+        let mut d = Svg::new(w, h);
         for (a, bnd) in &self.bands {
-            let _ = writeln!(
-                s,
-                "<rect x=\"{:.1}\" y=\"{mt}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#eef\" stroke=\"#99c\"/>",
+            d.rect(
                 px(*a),
+                mt,
                 (px(*bnd) - px(*a)).max(1.0),
-                h - mt - mb
+                h - mt - mb,
+                r##"fill="#eef" stroke="#99c""##,
             );
         }
-        let _ = writeln!(
-            s,
-            "<line x1=\"{ml}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"black\"/><line x1=\"{ml}\" y1=\"{mt}\" x2=\"{ml}\" y2=\"{0}\" stroke=\"black\"/>",
-            h - mb,
-            w - mr
-        );
+        d.line((ml, h - mb), (w - mr, h - mb), r#"stroke="black""#);
+        d.line((ml, mt), (ml, h - mb), r#"stroke="black""#);
         for i in 0..=4 {
             let f = f64::from(i) / 4.0;
             let xv = x0 + f * (x1 - x0);
@@ -715,84 +710,53 @@ impl Plot<'_> {
             };
             let xp = ml + f * (w - ml - mr);
             let yp = h - mb - f * (h - mt - mb);
-            let _ = writeln!(
-                s,
-                "<text x=\"{xp:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-                h - mb + 16.0,
-                short(xl),
-                ml - 4.0,
-                yp + 4.0,
-                short(yl)
-            );
+            d.text(xp, h - mb + 16.0, r#"text-anchor="middle""#, &short(xl));
+            d.text(ml - 4.0, yp + 4.0, r#"text-anchor="end""#, &short(yl));
         }
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text><text x=\"14\" y=\"{:.1}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {:.1})\">{}</text>",
+        d.text(
             w / 2.0,
-            xml(&self.title),
+            22.0,
+            r#"text-anchor="middle" font-size="14""#,
+            &self.title,
+        );
+        d.text(
             (w + ml) / 2.0,
             h - 12.0,
-            xml(&self.xlabel),
-            (h) / 2.0,
-            h / 2.0,
-            xml(&self.ylabel)
+            r#"text-anchor="middle""#,
+            &self.xlabel,
         );
+        d.vtext(14.0, h / 2.0, "", &self.ylabel);
         for (i, (label, colour, pts, joined)) in self.series.iter().enumerate() {
-            let pts: Vec<&(f64, f64)> = pts.iter().filter(|p| self.drawable(p)).collect();
+            let pts: Vec<(f64, f64)> = pts
+                .iter()
+                .filter(|p| self.drawable(p))
+                .map(|(x, y)| (px(*x), py(*y)))
+                .collect();
             if *joined {
-                let path: Vec<String> = pts
-                    .iter()
-                    .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
-                    .collect();
-                let _ = writeln!(
-                    s,
-                    "<polyline fill=\"none\" stroke=\"{colour}\" stroke-dasharray=\"5,3\" points=\"{}\"/>",
-                    path.join(" ")
+                d.polyline(
+                    &pts,
+                    &format!(r#"fill="none" stroke="{colour}" stroke-dasharray="5,3""#),
                 );
             } else {
                 for (x, y) in &pts {
-                    let _ = writeln!(
-                        s,
-                        "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{colour}\"/>",
-                        px(*x),
-                        py(*y)
-                    );
+                    d.circle(*x, *y, 3.5, &format!(r#"fill="{colour}""#));
                 }
             }
             if label.is_empty() {
                 continue;
             }
             let ly = mt + 14.0 + 16.0 * i as f64;
-            let _ = writeln!(
-                s,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            d.rect(
                 ml + 10.0,
                 ly - 9.0,
-                ml + 24.0,
-                ly,
-                xml(label)
+                10.0,
+                10.0,
+                &format!(r#"fill="{colour}""#),
             );
+            d.text(ml + 24.0, ly, "", label);
         }
-        s.push_str("</svg>\n");
-        s
+        d.finish()
     }
-}
-
-fn short(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e6 || (a < 1e-2 && a > 0.0) {
-        format!("{v:.1e}")
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-pub(super) fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 fn knob_plot(k: &KnobResult, mpi: &str) -> String {

@@ -22,7 +22,7 @@ mod metric;
 mod opts;
 mod report;
 mod stats;
-pub(crate) mod svg;
+mod svg;
 
 use crate::job::{self, End, Outcome};
 use crate::knobs;

@@ -1,9 +1,10 @@
 //! The collective check's outputs: Markdown (also printed), CSV, JSON, an
 //! SVG of measured vs predicted change, and the raw kernel output.
 
-use super::super::report::{table, xml};
+use super::super::report::table;
 use super::{put, Check, Row};
 use crate::csv;
+use crate::svg::{label, ticks, Svg};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -398,79 +399,57 @@ fn svg(c: &Check) -> String {
     let colors = [
         "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
     ];
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"20\" text-anchor=\"middle\">{}: measured vs LogGP-predicted change (µs)</text>",
+    let mut d = Svg::new(w, h);
+    d.text(
         w / 2.0,
-        xml(c.opts.mpi.name())
+        20.0,
+        r#"text-anchor="middle""#,
+        &format!(
+            "{}: measured vs LogGP-predicted change (µs)",
+            c.opts.mpi.name()
+        ),
     );
-    let _ = writeln!(
-        s,
-        "<line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{}\" stroke=\"black\"/>",
-        h - m,
-        w - m,
-        h - m,
-        h - m
+    d.line((m, h - m), (w - m, h - m), r#"stroke="black""#);
+    d.line((m, m), (m, h - m), r#"stroke="black""#);
+    d.line(
+        (x(lo), y(lo)),
+        (x(hi), y(hi)),
+        r#"stroke="gray" stroke-dasharray="4 3""#,
     );
-    let _ = writeln!(
-        s,
-        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"gray\" stroke-dasharray=\"4 3\"/>",
-        x(lo),
-        y(lo),
-        x(hi),
-        y(hi)
-    );
-    for t in crate::sweep::svg::ticks(lo, hi, 6) {
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{t}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{t}</text>",
-            x(t),
-            h - m + 16.0,
-            m - 6.0,
-            y(t) + 4.0
-        );
+    for t in ticks(lo, hi, 6) {
+        d.text(x(t), h - m + 16.0, r#"text-anchor="middle""#, &label(t));
+        d.text(m - 6.0, y(t) + 4.0, r#"text-anchor="end""#, &label(t));
     }
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">predicted Δ (µs)</text><text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">measured Δ (µs)</text>",
+    d.text(
         w / 2.0,
         h - 18.0,
-        h / 2.0,
-        h / 2.0
+        r#"text-anchor="middle""#,
+        "predicted Δ (µs)",
     );
+    d.vtext(16.0, h / 2.0, "", "measured Δ (µs)");
     for (px, py, k, ok) in &pts {
         let col = colors[k % colors.len()];
         let fill = if *ok { col } else { "none" };
-        let _ = writeln!(
-            s,
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{fill}\" stroke=\"{col}\"/>",
+        d.circle(
             x(*px),
-            y(*py)
+            y(*py),
+            4.0,
+            &format!(r#"fill="{fill}" stroke="{col}""#),
         );
     }
     for (i, k) in c.opts.knobs.iter().enumerate() {
         let col = colors[i % colors.len()];
-        let _ = writeln!(
-            s,
-            "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{col}\"/><text x=\"{}\" y=\"{}\">{}</text>",
-            m + 12.0,
-            m + 8.0 + 16.0 * i as f64,
-            m + 22.0,
-            m + 12.0 + 16.0 * i as f64,
-            xml(&k.label())
-        );
+        let row = 16.0 * i as f64;
+        d.circle(m + 12.0, m + 8.0 + row, 4.0, &format!(r#"fill="{col}""#));
+        d.text(m + 22.0, m + 12.0 + row, "", &k.label());
     }
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{}\">hollow: model does not apply</text>",
+    d.text(
         m + 12.0,
-        m + 12.0 + 16.0 * c.opts.knobs.len() as f64
+        m + 12.0 + 16.0 * c.opts.knobs.len() as f64,
+        "",
+        "hollow: model does not apply",
     );
-    s.push_str("</svg>\n");
-    s
+    d.finish()
 }
 
 pub fn write_all(c: &Check, text: &str) -> Result<(), String> {
