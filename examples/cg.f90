@@ -3,8 +3,9 @@
 ! iteration does one matrix-vector product (two MPI_Sendrecv with the
 ! neighbour ranks) and two dot products (two MPI_Allreduce), with little
 ! local work: the run time is dominated by Allreduce latency. Uses the
-! `use mpi` module. Note: the shim does not perturb collectives yet, so
-! until it does only the Sendrecv halo feels L.
+! `use mpi` module. While a knob is set the shim runs the Allreduce over
+! its own perturbed point-to-point, so both the halo and the dot products
+! feel the knobs.
 !
 !   mpirun -np 2 ./cg [rows_per_rank=2000] [solves=20]
 !

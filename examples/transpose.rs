@@ -4,7 +4,8 @@
 //! build with `--cfg openmpi`) or `-lmpich` (MPICH, `--cfg mpich`); the
 //! handles differ between the two ABIs, everything else is the same.
 //! Bandwidth-bound: each step moves the whole matrix once, so it is the
-//! example for G. Note: the shim does not perturb collectives yet.
+//! example for G. While a knob is set the shim runs `MPI_Alltoall` over its
+//! own perturbed point-to-point, so every block feels the knobs.
 //!
 //!   mpirun -np 2 ./transpose [N=1024] [steps=20]
 //!

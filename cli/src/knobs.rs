@@ -1,23 +1,8 @@
-//! Command-line knob flags. Each flag means exactly what its variable means
-//! (`--L +5us` is `LOGGP_L=+5us`); values are checked by the same parser the
-//! shim uses, so a bad value stops here with the same line.
+//! Knob names and variables. Each flag of `loggp run` means exactly what
+//! its variable means (`--L +5us` is `LOGGP_L=+5us`); values are checked by
+//! the same parser the shim uses, so a bad value stops here.
 
 use loggp_core::Config;
-
-/// `(flag, variable)` pairs.
-pub const FLAGS: &[(&str, &str)] = &[
-    ("--L", "LOGGP_L"),
-    ("--o-s", "LOGGP_O_S"),
-    ("--o-r", "LOGGP_O_R"),
-    ("--g-s", "LOGGP_G_S"),
-    ("--g-r", "LOGGP_G_R"),
-    ("--G", "LOGGP_G"),
-    ("--send-queue", "LOGGP_SEND_QUEUE"),
-    ("--vt", "LOGGP_VT"),
-    ("--log", "LOGGP_LOG"),
-    ("--report", "LOGGP_REPORT"),
-    ("--inline-max", "LOGGP_INLINE_MAX"),
-];
 
 /// Knob names as used by `--knob` lists (`L`, `o_s`, ...) to variables.
 pub fn knob_var(name: &str) -> Option<&'static str> {
@@ -30,24 +15,6 @@ pub fn knob_var(name: &str) -> Option<&'static str> {
         "G" => "LOGGP_G",
         _ => return None,
     })
-}
-
-/// If `args[i]` is a knob flag (`--L 5us` or `--L=5us`), returns the
-/// variable, its value and how many words were consumed.
-pub fn take_flag(args: &[String], i: usize) -> Result<Option<(String, String, usize)>, String> {
-    let a = &args[i];
-    for (flag, var) in FLAGS {
-        if a == flag {
-            let v = args
-                .get(i + 1)
-                .ok_or_else(|| format!("{flag} needs a value"))?;
-            return Ok(Some((var.to_string(), v.clone(), 2)));
-        }
-        if let Some(v) = a.strip_prefix(&format!("{flag}=")) {
-            return Ok(Some((var.to_string(), v.to_string(), 1)));
-        }
-    }
-    Ok(None)
 }
 
 /// Merges `LOGGP_*` variables already in the environment with the flags

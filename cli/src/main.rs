@@ -1,107 +1,190 @@
 //! `loggp`: the front door of loggp-shim.
 
+mod args;
 mod calibrate;
-#[allow(dead_code)]
+mod csv;
+mod job;
+mod json;
 mod knobs;
 #[allow(dead_code)]
 mod launch;
+mod svg;
 mod sweep;
 
+use clap::{Parser, Subcommand};
 use launch::Mpi;
 use std::io::Write;
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage:
-  loggp run [--mpi openmpi|mpich] [knob flags] -- <launcher or program> [args...]
-  loggp shim-path [--mpi openmpi|mpich]
-  loggp calibrate [--mpi openmpi|mpich] [--np N] [--knob L,o_s,...] [--values ...] [--quick] [--out DIR]
-  loggp calibrate --collectives [--mpi openmpi|mpich] [--np 2,4,8] [--knob L=20us,o_s=20us] [--quick] [--out DIR]
-  loggp sweep --knob L --values 0,5,20us [--repeat 5] [--metric REGEX] [--out DIR] -- <launcher> [args...]
-  (loggp calibrate --help, loggp sweep --help for all options)
+/// Emulates LogGP network parameters for MPI programs
+///
+/// Runs them with the shim preloaded into every rank, measures what the
+/// shim realises, and sweeps knobs to see which ones a program cares about.
+#[derive(Parser, Debug)]
+#[command(name = "loggp", version, after_help = UNITS)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
 
-knob flags (each means the same as its variable):
-  --L +5us        LOGGP_L       added latency
-  --o-s 2us       LOGGP_O_S     added send overhead (CPU busy)
-  --o-r 2us       LOGGP_O_R     added receive overhead (CPU busy)
-  --g-s 20us      LOGGP_G_S     floor on the gap between departures
-  --g-r 20us      LOGGP_G_R     floor on the gap between deliveries
-  --G 1GB/s       LOGGP_G       floor on time per byte (or a bandwidth)
-  --send-queue N  LOGGP_SEND_QUEUE
-  --vt auto|on|off, --log off|info|debug, --report PATH, --inline-max BYTES";
+/// Printed under every subcommand's help.
+const UNITS: &str = "\
+Units, the same for every flag and every LOGGP_* variable:
+  times      ns us ms s (5us, 1.5ms; a bare 0 needs none)
+  bandwidths B/s KB/s MB/s GB/s (decimal), KiB/s MiB/s GiB/s; or a time per byte (0.5ns)
+  sizes      bytes: 64, 8KiB (KiB MiB GiB: 1024-based), 8KB (KB MB GB: 1000-based)
+  lists      comma-separated; a bare number takes the unit of the next value
+             that has one (0,20,40us), except sizes, where it is bytes";
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    Run(RunArgs),
+    ShimPath(ShimPathArgs),
+    Calibrate(calibrate::Args),
+    Sweep(sweep::Args),
+}
+
+/// Run a program with the shim preloaded into every rank
+///
+/// The program is an MPI launcher (mpirun, mpiexec) or one process. Each
+/// knob flag means exactly what its variable means (`--L +5us` is
+/// `LOGGP_L=+5us`); LOGGP_* variables already in the environment apply
+/// too, and a flag wins over them.
+#[derive(clap::Args, Debug)]
+#[command(after_help = UNITS)]
+struct RunArgs {
+    /// Which shim to preload (default: from the launcher's name or --version)
+    #[arg(long, value_name = "openmpi|mpich", value_parser = args::mpi)]
+    mpi: Option<Mpi>,
+    /// LOGGP_L: added latency (+5us)
+    #[arg(long = "L", value_name = "TIME", allow_hyphen_values = true, value_parser = args::knob("LOGGP_L"))]
+    l: Option<String>,
+    /// LOGGP_O_S: added send overhead, CPU busy (2us)
+    #[arg(long = "o-s", value_name = "TIME", allow_hyphen_values = true, value_parser = args::knob("LOGGP_O_S"))]
+    o_s: Option<String>,
+    /// LOGGP_O_R: added receive overhead, CPU busy (2us)
+    #[arg(long = "o-r", value_name = "TIME", allow_hyphen_values = true, value_parser = args::knob("LOGGP_O_R"))]
+    o_r: Option<String>,
+    /// LOGGP_G_S: floor on the gap between departures (20us)
+    #[arg(long = "g-s", value_name = "TIME", allow_hyphen_values = true, value_parser = args::knob("LOGGP_G_S"))]
+    g_s: Option<String>,
+    /// LOGGP_G_R: floor on the gap between deliveries (20us)
+    #[arg(long = "g-r", value_name = "TIME", allow_hyphen_values = true, value_parser = args::knob("LOGGP_G_R"))]
+    g_r: Option<String>,
+    /// LOGGP_G: floor on the time per byte, or a bandwidth (1GB/s)
+    #[arg(long = "G", value_name = "BANDWIDTH", allow_hyphen_values = true, value_parser = args::knob("LOGGP_G"))]
+    big_g: Option<String>,
+    /// LOGGP_SEND_QUEUE: messages whose virtual departure lies ahead, at most
+    #[arg(long = "send-queue", value_name = "N", allow_hyphen_values = true, value_parser = args::knob("LOGGP_SEND_QUEUE"))]
+    send_queue: Option<String>,
+    /// LOGGP_VT: virtual-time mode
+    #[arg(long = "vt", value_name = "auto|on|off", allow_hyphen_values = true, value_parser = args::knob("LOGGP_VT"))]
+    vt: Option<String>,
+    /// LOGGP_LOG: logging to standard error
+    #[arg(long = "log", value_name = "off|info|debug", allow_hyphen_values = true, value_parser = args::knob("LOGGP_LOG"))]
+    log: Option<String>,
+    /// LOGGP_REPORT: JSON summary of the run (%r in the path: one file per rank)
+    #[arg(long = "report", value_name = "PATH", allow_hyphen_values = true, value_parser = args::knob("LOGGP_REPORT"))]
+    report: Option<String>,
+    /// LOGGP_INLINE_MAX: receives up to this size carry the piggyback by copy
+    #[arg(long = "inline-max", value_name = "BYTES", allow_hyphen_values = true, value_parser = args::knob("LOGGP_INLINE_MAX"))]
+    inline_max: Option<String>,
+    /// The launcher or program and its arguments, passed on untouched
+    #[arg(last = true, value_name = "PROGRAM")]
+    cmd: Vec<String>,
+}
+
+impl RunArgs {
+    /// `(variable, value)` of every knob flag given.
+    fn flags(&self) -> Vec<(String, String)> {
+        [
+            ("LOGGP_L", &self.l),
+            ("LOGGP_O_S", &self.o_s),
+            ("LOGGP_O_R", &self.o_r),
+            ("LOGGP_G_S", &self.g_s),
+            ("LOGGP_G_R", &self.g_r),
+            ("LOGGP_G", &self.big_g),
+            ("LOGGP_SEND_QUEUE", &self.send_queue),
+            ("LOGGP_VT", &self.vt),
+            ("LOGGP_LOG", &self.log),
+            ("LOGGP_REPORT", &self.report),
+            ("LOGGP_INLINE_MAX", &self.inline_max),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| (k.to_string(), v.clone())))
+        .collect()
+    }
+}
+
+/// Print the absolute path of the shim library for an MPI
+#[derive(clap::Args, Debug)]
+struct ShimPathArgs {
+    /// Which MPI's shim
+    #[arg(long, value_name = "openmpi|mpich", value_parser = args::mpi, default_value = "openmpi")]
+    mpi: Mpi,
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("run") => cmd_run(&args[1..]),
-        Some("shim-path") => cmd_shim_path(&args[1..]),
-        Some("calibrate") => calibrate::main(&args[1..]),
-        Some("sweep") => sweep::main(&args[1..]),
-        Some("-h" | "--help" | "help") | None => {
-            // A closed pipe (loggp | head) is not an error worth a panic.
-            let _ = writeln!(std::io::stdout(), "{USAGE}");
-            Ok(ExitCode::SUCCESS)
+    let argv: Vec<String> = std::env::args().collect();
+    let cli: Cli = match Cli::try_parse_from(&argv) {
+        Ok(c) => c,
+        Err(e) => {
+            // name the subcommand in the message when there is one
+            let sub = argv
+                .iter()
+                .skip(1)
+                .find(|a| ["run", "shim-path", "calibrate", "sweep"].contains(&a.as_str()));
+            let what = sub.map_or("loggp".to_string(), |s| format!("loggp {s}"));
+            return args::exit(&e, &what);
         }
-        Some(other) => Err(format!("unknown command {other:?}\n{USAGE}")),
+    };
+    let (what, result) = match cli.cmd {
+        None => {
+            let _ = write!(
+                std::io::stdout(),
+                "{}",
+                <Cli as clap::CommandFactory>::command().render_help()
+            );
+            return ExitCode::SUCCESS;
+        }
+        Some(Cmd::Run(a)) => ("loggp run", cmd_run(&a)),
+        Some(Cmd::ShimPath(a)) => ("loggp shim-path", cmd_shim_path(&a)),
+        Some(Cmd::Calibrate(a)) => {
+            // the arguments as given, for the report's reproduction line
+            let raw: Vec<String> = argv
+                .iter()
+                .skip_while(|s| *s != "calibrate")
+                .skip(1)
+                .cloned()
+                .collect();
+            ("loggp calibrate", calibrate::main(a, raw))
+        }
+        Some(Cmd::Sweep(a)) => ("loggp sweep", sweep::main(a)),
     };
     match result {
         Ok(code) => code,
         Err(msg) => {
-            eprintln!("loggp: {msg}");
+            eprintln!("{what}: {msg}");
             ExitCode::from(2)
         }
     }
 }
 
-fn cmd_shim_path(args: &[String]) -> Result<ExitCode, String> {
-    let mut mpi = Mpi::OpenMpi;
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--mpi" => {
-                mpi = Mpi::parse(args.get(i + 1).ok_or("--mpi needs a value")?)?;
-                i += 2;
-            }
-            other => return Err(format!("shim-path: unexpected argument {other:?}")),
-        }
-    }
-    let _ = writeln!(std::io::stdout(), "{}", launch::shim_path(mpi)?.display());
+fn cmd_shim_path(a: &ShimPathArgs) -> Result<ExitCode, String> {
+    let _ = writeln!(std::io::stdout(), "{}", launch::shim_path(a.mpi)?.display());
     Ok(ExitCode::SUCCESS)
 }
 
-fn cmd_run(args: &[String]) -> Result<ExitCode, String> {
-    let mut mpi: Option<Mpi> = None;
-    let mut flags = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        if args[i] == "--" {
-            i += 1;
-            break;
-        }
-        if args[i] == "--mpi" {
-            mpi = Some(Mpi::parse(args.get(i + 1).ok_or("--mpi needs a value")?)?);
-            i += 2;
-            continue;
-        }
-        match knobs::take_flag(args, i)? {
-            Some((var, val, used)) => {
-                flags.push((var, val));
-                i += used;
-            }
-            None => {
-                return Err(format!(
-                    "run: unknown flag {:?} (put the program after --)",
-                    args[i]
-                ))
-            }
-        }
-    }
-    let cmd = &args[i..];
+fn cmd_run(a: &RunArgs) -> Result<ExitCode, String> {
+    let cmd = &a.cmd;
     if cmd.is_empty() {
-        return Err("run: no program given after --".into());
+        return Err(
+            "no program given: put it after --, as in loggp run --L 5us -- mpirun -np 2 ./app"
+                .into(),
+        );
     }
-    let vars = knobs::resolve(&flags)?;
-    let mpi = match mpi {
+    let vars = knobs::resolve(&a.flags())?;
+    let mpi = match a.mpi {
         Some(m) => m,
         None => launch::detect_mpi(&cmd[0]).ok_or_else(|| {
             format!(
@@ -119,4 +202,67 @@ fn cmd_run(args: &[String]) -> Result<ExitCode, String> {
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
         None => ExitCode::from(1),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("loggp").chain(line.split_whitespace()))
+    }
+
+    #[test]
+    fn run_passes_everything_after_the_double_dash() {
+        let c =
+            parse("run --L +5us --o-s=2us --G 1GB/s -- mpirun -np 2 ./a --L x -- --help").unwrap();
+        let Some(Cmd::Run(r)) = c.cmd else {
+            panic!("not run")
+        };
+        assert_eq!(
+            r.cmd,
+            ["mpirun", "-np", "2", "./a", "--L", "x", "--", "--help"]
+        );
+        assert_eq!(
+            r.flags(),
+            [
+                ("LOGGP_L".to_string(), "+5us".to_string()),
+                ("LOGGP_O_S".into(), "2us".into()),
+                ("LOGGP_G".into(), "1GB/s".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn run_refuses_a_bad_knob_value_naming_the_flag() {
+        let e = parse("run --g-s +20us -- ./a").unwrap_err();
+        let line = args::one_line(&e, "loggp run");
+        assert!(
+            line.starts_with("--g-s \"+20us\" is not accepted: expected a time"),
+            "{line}"
+        );
+        assert!(line.contains("floor"), "{line}");
+        // a value that looks like a flag is still the flag's value
+        let e = parse("run --L -5us -- ./a").unwrap_err();
+        let line = args::one_line(&e, "loggp run");
+        assert!(line.starts_with("--L \"-5us\" is not accepted"), "{line}");
+        let e = parse("run --inline-max 8K -- ./a").unwrap_err();
+        assert!(args::one_line(&e, "loggp run").contains("KiB"));
+        let e = parse("run mpirun ./a").unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument);
+    }
+
+    #[test]
+    fn every_subcommand_has_help() {
+        for sub in ["run", "shim-path", "calibrate", "sweep"] {
+            let e = parse(&format!("{sub} --help")).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp, "{sub}");
+        }
+        let c = parse("shim-path").unwrap();
+        assert!(matches!(
+            c.cmd,
+            Some(Cmd::ShimPath(ShimPathArgs { mpi: Mpi::OpenMpi }))
+        ));
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
 }

@@ -111,9 +111,29 @@ fn check_files(out: &Path, extra: &[&str]) {
     }
     let svg = std::fs::read_to_string(out.join("fit.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    // a missing value is an empty field (the baseline rows have no
+    // realised value), never NaN
+    for f in ["calibration.csv", "fit.csv"] {
+        let text = std::fs::read_to_string(out.join(f)).unwrap();
+        let bad = text
+            .split([',', '\n'])
+            .any(|c| matches!(c.trim(), "NaN" | "inf" | "-inf"));
+        assert!(!bad, "{f}:\n{text}");
+    }
     let json = std::fs::read_to_string(out.join("calibration.json")).unwrap();
     assert!(json.contains("\"baseline\"") && json.contains("\"knobs\""));
     assert!(!json.contains("NaN") && !json.contains("inf"), "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("calibration.json is JSON");
+    // calibrate --collectives --params reads the baseline's medians
+    for p in ["L", "o_s", "o_r", "g_s", "g_r", "G"] {
+        assert!(
+            v["baseline"]["median"][p].is_number(),
+            "baseline median {p}: {json}"
+        );
+    }
+    let runs = v["baseline"]["runs"].as_array().expect("baseline runs");
+    assert!(!runs.is_empty() && runs[0]["L_ns"].is_number(), "{json}");
+    assert!(v["knobs"].is_array(), "{json}");
 }
 
 /// Every parameter finite and positive, and L = RTT/2 - o_s - o_r not

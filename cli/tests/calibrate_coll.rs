@@ -131,9 +131,25 @@ fn quick(mpi: &str) {
     }
     let svg = std::fs::read_to_string(out.join("coll.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    let text = std::fs::read_to_string(out.join("coll.csv")).unwrap();
+    let bad = text
+        .split([',', '\n'])
+        .any(|c| matches!(c.trim(), "NaN" | "inf" | "-inf"));
+    assert!(!bad, "coll.csv:\n{text}");
     let json = std::fs::read_to_string(out.join("coll.json")).unwrap();
     assert!(json.contains("\"params\"") && json.contains("\"rows\""));
     assert!(!json.contains("NaN") && !json.contains(": inf"), "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("coll.json is JSON");
+    // calibrate --collectives --params reads these back
+    for p in ["L", "o_s", "o_r", "g_s", "g_r", "G"] {
+        assert!(v["params"][p].is_number(), "params {p}: {json}");
+    }
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), csv(&out).len(), "one JSON row per CSV row");
+    assert!(
+        rows.iter().all(|r| r["zero"]["median"].is_number()),
+        "{json}"
+    );
     for want in [
         "## L=20us",
         "## o_s=20us",

@@ -98,7 +98,7 @@ fn bad_input_stops_at_init_mpich() {
 }
 
 /// `loggp run` refuses a bad flag value, or a bad variable in its own
-/// environment, before starting anything: exit 2, one line `loggp: ...`.
+/// environment, before starting anything: exit 2, one line `loggp run: ...`.
 #[test]
 fn loggp_run_refuses_bad_values() {
     let mpi = Mpi::OpenMpi;
@@ -126,7 +126,14 @@ fn loggp_run_refuses_bad_values() {
                 .arg("2")
                 .arg(&hello);
             let out = run_command(c, Duration::from_secs(60));
-            let want = format!("loggp: {}", config_error(var, v));
+            // in the environment the variable is named, on the command
+            // line the flag, each with what the shim accepts
+            let want = if as_env {
+                format!("loggp run: {}", config_error(var, v))
+            } else {
+                let accepted = Config::from_vars([(var, v)]).unwrap_err().accepted;
+                format!("loggp run: {flag} {v:?} is not accepted: expected {accepted} (as {var})")
+            };
             let got: Vec<&str> = out.stderr.lines().collect();
             let how = if as_env {
                 format!("{var}={v:?} in the environment")
@@ -251,35 +258,9 @@ fn log_info_echoes_config_once_mpich() {
     logging(Mpi::Mpich);
 }
 
-/// True when `s` is one JSON object with balanced brackets outside strings
-/// (a cheap check; the crate has no JSON parser).
+/// True when `s` is one JSON object (and nothing else).
 fn json_object(s: &str) -> bool {
-    let s = s.trim();
-    let mut stack = Vec::new();
-    let (mut in_str, mut esc) = (false, false);
-    for (i, ch) in s.char_indices() {
-        if in_str {
-            match (esc, ch) {
-                (true, _) => esc = false,
-                (false, '\\') => esc = true,
-                (false, '"') => in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        match ch {
-            '"' => in_str = true,
-            '{' => stack.push('}'),
-            '[' => stack.push(']'),
-            // A closer must match the innermost opener, and the outermost
-            // object must end the text.
-            '}' | ']' if stack.pop() != Some(ch) || (stack.is_empty() && i + 1 != s.len()) => {
-                return false;
-            }
-            _ => {}
-        }
-    }
-    s.starts_with('{') && stack.is_empty() && !in_str
+    serde_json::from_str::<serde_json::Value>(s).is_ok_and(|v| v.is_object())
 }
 
 /// `LOGGP_REPORT` (core/src/config.rs): a plain path is one JSON file
@@ -407,7 +388,18 @@ fn harness_kills_deadlocked_job_mpich() {
 #[test]
 fn json_object_check_is_not_vacuous() {
     assert!(json_object(r#"{"a": [1, {"b": "}"}], "c": "\""}"#));
-    for bad in ["", "{", "}", "{}}", "[1]", r#"{"a": "}"#, "{} {}", "{]"] {
+    for bad in [
+        "",
+        "{",
+        "}",
+        "{}}",
+        "[1]",
+        r#"{"a": "}"#,
+        "{} {}",
+        "{]",
+        r#"{"a": 1,}"#,
+        r#"{"a" 1}"#,
+    ] {
         assert!(!json_object(bad), "{bad:?} accepted");
     }
 }

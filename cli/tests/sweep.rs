@@ -169,12 +169,10 @@ fn csv_rows(path: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The number after `"key": ` in the first knob of sweep.json.
+/// `knobs[0][key]` of a sweep.json, as a number.
 fn json_number(json: &str, key: &str) -> Option<f64> {
-    let at = json.find(&format!("\"{key}\": "))? + key.len() + 4;
-    let rest = &json[at..];
-    let end = rest.find([',', '}', '\n']).unwrap_or(rest.len());
-    rest[..end].trim().parse().ok()
+    let v: serde_json::Value = serde_json::from_str(json).expect("sweep.json is JSON");
+    v["knobs"][0][key].as_f64()
 }
 
 #[test]
@@ -417,7 +415,12 @@ echo "Loop time of $t on 2 procs for 100 steps with 32000 atoms""#;
     assert_eq!(median("baseline"), 1.25);
     assert_eq!(median("L"), 2.5);
     let json = fs::read_to_string(out.join("sweep.json")).unwrap();
-    assert!(json.contains("\"figure\": \"metric\""), "{json}");
+    let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(parsed["figure"], "metric", "{json}");
+    assert_eq!(
+        parsed["metric_regex"], r"^Loop time of ([0-9.eE+-]+) on",
+        "{json}"
+    );
     // (2.5 - 1.25) / 10 us
     let slope = json_number(&json, "slope_per_unit").unwrap();
     assert!((slope - 0.125).abs() < 1e-9, "{slope}");
@@ -463,7 +466,11 @@ fn bad_values_stop_with_one_line() {
         ),
         (
             vec!["--knob", "Lat", "--values", "1us"],
-            "\"Lat\" is not a knob",
+            "--knob \"Lat\" is not accepted: expected L, o_s, o_r, g_s, g_r or G",
+        ),
+        (
+            vec!["--knob", "L", "--values", "1us", "--timeout", "300"],
+            "--timeout \"300\" is not accepted: expected a time above 0",
         ),
     ] {
         let o = sweep_sh(&args, "true", &out);

@@ -2,7 +2,7 @@
 //! (DESIGN.md §1 and §4). Bad input is never replaced by a default: it is an
 //! error naming the variable, the value and what is accepted.
 
-use crate::units::{self, G_ACCEPTED, TIME_ACCEPTED};
+use crate::units::{self, G_ACCEPTED, SIZE_ACCEPTED, TIME_ACCEPTED};
 use std::fmt;
 
 /// Whether the virtual-time machinery (piggyback, gates) runs.
@@ -220,12 +220,9 @@ impl Config {
                     c.report = Some(v.clone())
                 }
                 "LOGGP_INLINE_MAX" => {
-                    c.inline_max = v
-                        .trim()
-                        .parse::<u64>()
-                        .ok()
+                    c.inline_max = units::parse_bytes(v)
                         .filter(|&n| n <= 1 << 30)
-                        .ok_or_else(|| err(k, v, "a number of bytes from 0 to 1073741824"))?
+                        .ok_or_else(|| err(k, v, &format!("{SIZE_ACCEPTED}, at most 1GiB")))?
                 }
                 other if FOREIGN_VARIABLES.contains(&other) || other.starts_with("LOGGP_TEST_") => {
                 }
@@ -338,6 +335,22 @@ mod tests {
         .unwrap();
         assert_eq!((c.l, c.o_s, c.o_r), (5000, 2000, 250));
         assert!(c.vt_active());
+    }
+
+    #[test]
+    fn inline_max_is_a_size() {
+        assert_eq!(
+            cfg(&[("LOGGP_INLINE_MAX", "4096")]).unwrap().inline_max,
+            4096
+        );
+        assert_eq!(
+            cfg(&[("LOGGP_INLINE_MAX", "64KiB")]).unwrap().inline_max,
+            65536
+        );
+        for bad in ["8K", "2GiB", "-1"] {
+            let e = cfg(&[("LOGGP_INLINE_MAX", bad)]).unwrap_err();
+            assert!(e.to_string().contains("KiB"), "{bad}: {e}");
+        }
     }
 
     #[test]

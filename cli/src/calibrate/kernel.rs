@@ -2,15 +2,14 @@
 //! `loggp-prtt-{openmpi,mpich}`) and turning its raw repetitions into LogGP
 //! parameters with the formulas of Hoefler et al. §3 and León et al. §6.1.
 
+use crate::job::{self, End};
 use crate::launch::{self, Mpi};
 use loggp_core::fit::{theil_sen_slope, ChangeDetector, Range};
 use loggp_core::stats::{self, Summary};
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Every mpirun on this machine takes this lock, so that only one MPI job
 /// runs at a time (the machine has two cores; two jobs would measure each
@@ -386,19 +385,6 @@ impl Params {
     }
 }
 
-/// Takes the machine-wide MPI lock (blocks until free).
-fn lock() -> Result<File, String> {
-    let f = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(MPI_LOCK)
-        .map_err(|e| format!("cannot open {MPI_LOCK}: {e}"))?;
-    f.lock()
-        .map_err(|e| format!("cannot lock {MPI_LOCK}: {e}"))?;
-    Ok(f)
-}
-
 /// Runs the kernel once, natively (`shim = None`) or through the shim with
 /// `vars`, under the MPI lock; returns the parsed output.
 pub fn run(
@@ -461,62 +447,31 @@ pub fn run_job(
     if shim.is_none() {
         c.env_remove("LD_PRELOAD");
     }
-    c.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let _guard = lock()?;
-    let mut child = c.spawn().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            format!(
-                "{} not found: install {} (scripts/install-deps.sh)",
-                mpi.mpirun(),
-                mpi.name()
-            )
-        } else {
-            format!("cannot start {}: {e}", mpi.mpirun())
+    let out = job::run(c, timeout, Some(Path::new(MPI_LOCK)));
+    match out.end {
+        End::Exit(0) => Ok(out.stdout),
+        End::Missing(_) => Err(format!(
+            "{} not found: install {} (scripts/install-deps.sh)",
+            mpi.mpirun(),
+            mpi.name()
+        )),
+        End::Spawn(e) => Err(format!("cannot start {}: {e}", mpi.mpirun())),
+        End::Timeout => Err(format!(
+            "the kernel did not finish within {:.0}s ({}); killed it and its ranks",
+            timeout.as_secs_f64(),
+            describe(vars)
+        )),
+        end => {
+            let tail: Vec<&str> = out.stderr.lines().rev().take(12).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            Err(format!(
+                "the kernel failed ({}, {}):\n{}",
+                end.describe(timeout),
+                describe(vars),
+                tail.join("\n")
+            ))
         }
-    })?;
-    // Drain both pipes on threads so a chatty job cannot block on a full pipe.
-    let mut so = child.stdout.take().ok_or("no stdout")?;
-    let mut se = child.stderr.take().ok_or("no stderr")?;
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = so.read_to_string(&mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = se.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-            break st;
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "the kernel did not finish within {}s ({}); killed it",
-                timeout.as_secs(),
-                describe(vars)
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let out = t_out.join().unwrap_or_default();
-    let err = t_err.join().unwrap_or_default();
-    if !status.success() {
-        let tail: Vec<&str> = err.lines().rev().take(12).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(format!(
-            "the kernel failed ({status}, {}):\n{}",
-            describe(vars),
-            tail.join("\n")
-        ));
     }
-    Ok(out)
 }
 
 fn describe(vars: &[(String, String)]) -> String {

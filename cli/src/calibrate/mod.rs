@@ -12,38 +12,191 @@ mod coll;
 mod kernel;
 mod report;
 
+use crate::args;
 use crate::knobs::knob_var;
 use crate::launch::{self, Mpi};
 use kernel::{KernelOpts, Params, PARAMS};
 use loggp_core::stats;
-use loggp_core::units::{parse_g_ns_per_byte, parse_time_ns};
+use loggp_core::units::{self, SIZE_ACCEPTED};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "\
-usage: loggp calibrate [--mpi openmpi|mpich] [--np N] [--knob L,o_s,o_r,g_s,g_r,G|all|none]
-                       [--values T1,T2,...] [--g-values BW1,BW2,...] [--size BYTES]
-                       [--out DIR] [--quick] [--reanalyse DIR]
-                       [--reps R] [--fit-reps R] [--baseline-runs K] [--timeout SECONDS]
-       loggp calibrate --collectives [...]   (the collective model check; --collectives --help)
-
-  Measures L, o_s, o_r, g, g_s, g_r, G with Hoefler's PRTT method, natively
-  (baseline) and through the shim for each requested knob value, and writes
-  report.md, calibration.csv, calibration.json, plots (SVG) and the raw
-  kernel output into --out (default ./loggp-calibration).
-
+/// Shown under `loggp calibrate --help`.
+const NOTES: &str = "\
+Without --collectives: measures L, o_s, o_r, g, g_s, g_r, G with Hoefler's
+PRTT method, natively (baseline) and through the shim for each requested knob
+value, and writes report.md, calibration.csv, calibration.json, plots (SVG) and
+the raw kernel output into --out (default ./loggp-calibration).
   defaults: --knob all; time knobs 0,20,40,60,80,100,120us (León: 0..120us);
             G 256,512,...,16384MB/s (León's key: 2^x MB/s, x = 8..14);
             --np 2, --size 8, --reps 100, --fit-reps 15, --baseline-runs 3
   --quick:  --knob o_s, values 0,20,50us (G: 1024,4096MB/s), --reps 40,
             --fit-reps 7, --baseline-runs 2
-  --values:   requested values of the time knobs (L, o_s, o_r, g_s, g_r);
-  --g-values: requested values of G (bandwidths, or time per byte);
-              in both, bare numbers take the unit of the last value (0,20,40us).
-  --reanalyse DIR: rebuild the report from DIR/raw/*.txt of an earlier run
-              (no measurement; writes into --out, default DIR).
-  Only one MPI job runs at a time: each run takes /tmp/loggp-mpi.lock.";
+
+With --collectives: times each collective as the shim runs it (LOGGP_VT=on,
+algorithm forced with LOGGP_COLL_<OP>), at zero knobs and with each --knob
+raised alone, and prints measured vs LogGP-predicted change (and absolute
+times), per op, size and P. Writes report.md, coll.csv, coll.json, coll.svg and
+the raw kernel output into --out (default ./loggp-coll).
+  --np:     rank counts (Open MPI runs above 2 ranks with --oversubscribe)
+  --params: LogGP parameters from an earlier calibration.json (its baseline
+            median) or coll.json; otherwise measured first by PRTT through
+            the shim at zero knobs (LOGGP_VT=on)
+  --rounds: runs of each setting, interleaved, where P fits the cores; per
+            cell the smallest median is kept (noise only adds time)
+  defaults: --np 2,4,8 --knob L=20us,o_s=20us --sizes 8,1024,16384 --reps 40
+            --warmup 5 --rounds 3
+  --quick:  --sizes 8,1024 --reps 15 --warmup 3 --rounds 1, quick PRTT
+
+Units: times ns us ms s; G a bandwidth (B/s KB/s MB/s GB/s, KiB/s MiB/s
+GiB/s) or a time per byte; sizes in bytes, 8KiB (KiB MiB: 1024-based) or 8KB
+(KB MB: 1000-based). In --values a bare number takes the unit of the next
+value that has one (0,20,40us).
+Only one MPI job runs at a time: each run takes /tmp/loggp-mpi.lock.";
+
+/// Measure what the shim realises (or, with --collectives, check the collective model)
+///
+/// Measures the LogGP parameters natively and through the shim (León et
+/// al.'s Tables 1-6), or, with --collectives, holds the collectives as the
+/// shim runs them against the LogGP model.
+#[derive(clap::Args, Debug)]
+#[command(after_help = NOTES)]
+pub struct Args {
+    /// The collective model check instead of the point-to-point calibration
+    #[arg(long)]
+    pub collectives: bool,
+    /// Which MPI to measure
+    #[arg(long, value_name = "openmpi|mpich", default_value = "openmpi", value_parser = args::mpi)]
+    pub mpi: Mpi,
+    /// Ranks (with --collectives: a list of rank counts)
+    #[arg(long, value_name = "N[,N...]", value_delimiter = ',', value_parser = args::whole(2, 256))]
+    pub np: Vec<u32>,
+    /// Knobs to sweep: L,o_s,o_r,g_s,g_r,G, all or none; with
+    /// --collectives knob=value pairs raised one at a time (L=20us,o_s=20us)
+    #[arg(long, alias = "knobs", value_name = "LIST", value_delimiter = ',', value_parser = knob_arg)]
+    pub knob: Vec<KnobArg>,
+    /// Requested values of the time knobs (L, o_s, o_r, g_s, g_r)
+    #[arg(
+        long,
+        value_name = "T1,T2,...",
+        allow_hyphen_values = true,
+        conflicts_with = "collectives"
+    )]
+    pub values: Option<String>,
+    /// Requested values of G (bandwidths, or times per byte)
+    #[arg(
+        long,
+        value_name = "BW1,BW2,...",
+        allow_hyphen_values = true,
+        conflicts_with = "collectives"
+    )]
+    pub g_values: Option<String>,
+    /// Message size of the measurement, 1 byte to 1MiB
+    #[arg(long, value_name = "BYTES", value_parser = message_size, conflicts_with = "collectives")]
+    pub size: Option<u64>,
+    /// Rebuild the report from DIR/raw/*.txt of an earlier run (no
+    /// measurement; writes into --out, default DIR)
+    #[arg(
+        long,
+        alias = "reanalyze",
+        value_name = "DIR",
+        conflicts_with = "collectives"
+    )]
+    pub reanalyse: Option<PathBuf>,
+    /// PRTT repetitions per point (with --collectives: per cell, from 3)
+    #[arg(long, value_name = "R", value_parser = args::whole(3, 100_000))]
+    pub reps: Option<u32>,
+    /// Repetitions per size of the g/G fit, from 3
+    #[arg(long, value_name = "R", value_parser = args::whole(3, 100_000), conflicts_with = "collectives")]
+    pub fit_reps: Option<u32>,
+    /// Native runs that make the baseline
+    #[arg(long, value_name = "K", value_parser = args::whole(1, 100), conflicts_with = "collectives")]
+    pub baseline_runs: Option<u32>,
+    /// Collectives to time
+    #[arg(long, value_name = "OPS", value_delimiter = ',', value_parser = coll_op, requires = "collectives")]
+    pub ops: Vec<coll::model::Coll>,
+    /// Bytes per message (per pair for Alltoall), multiples of 8 up to 1MiB
+    #[arg(long, value_name = "BYTES,...", value_delimiter = ',', value_parser = coll_size, requires = "collectives")]
+    pub sizes: Vec<u64>,
+    /// Untimed repetitions before the timed ones
+    #[arg(long, value_name = "W", value_parser = args::whole(0, 100_000), requires = "collectives")]
+    pub warmup: Option<u32>,
+    /// Runs of each setting, interleaved
+    #[arg(long, value_name = "N", value_parser = args::whole(1, 20), requires = "collectives")]
+    pub rounds: Option<u32>,
+    /// LogGP parameters from calibration.json or coll.json
+    #[arg(long, value_name = "FILE", requires = "collectives")]
+    pub params: Option<PathBuf>,
+    /// Fewer values and repetitions
+    #[arg(long)]
+    pub quick: bool,
+    /// Where the report goes
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Kill one MPI job (its whole process group) after this long
+    #[arg(long, value_name = "TIME", default_value = "300s", allow_hyphen_values = true, value_parser = args::duration)]
+    pub timeout: Duration,
+}
+
+/// One item of `--knob`: a name (or all, none) for the calibration, a
+/// knob=value pair for the collective check.
+#[derive(Clone, Debug)]
+pub enum KnobArg {
+    All,
+    None,
+    Name(Knob),
+    Set(coll::KnobSetting),
+}
+
+const KNOB_ACCEPTED: &str = "L, o_s, o_r, g_s, g_r, G, all or none; with --collectives knob=value pairs such as L=20us,o_s=20us (L, o_s, o_r, g_s, g_r: a time above 0; G: a bandwidth such as 1GB/s)";
+
+fn knob_arg(s: &str) -> Result<KnobArg, String> {
+    let s = s.trim();
+    let found = match s {
+        "all" => Some(KnobArg::All),
+        "none" => Some(KnobArg::None),
+        _ if s.contains('=') => coll::parse_knob(s).map(KnobArg::Set),
+        _ => KNOBS
+            .iter()
+            .find(|k| k.name == s)
+            .map(|k| KnobArg::Name(*k)),
+    };
+    found.ok_or_else(|| format!("expected {KNOB_ACCEPTED}"))
+}
+
+fn message_size(s: &str) -> Result<u64, String> {
+    Some(args::bytes(s)?)
+        .filter(|&b| (1..=1 << 20).contains(&b))
+        .ok_or_else(|| format!("expected {SIZE_ACCEPTED}, from 1 to 1MiB"))
+}
+
+fn coll_size(s: &str) -> Result<u64, String> {
+    units::parse_bytes(s)
+        .filter(|&b| b >= 8 && b % 8 == 0 && b <= 1 << 20)
+        .ok_or_else(|| "expected bytes per message, multiples of 8 from 8 to 1MiB, such as 8,1024,16KiB (KiB MiB: 1024-based; KB MB: 1000-based)".to_string())
+}
+
+/// The command line as `loggp calibrate` reads it, mistakes as one line.
+#[cfg(test)]
+pub(crate) fn parse_args(line: &str) -> Result<Args, String> {
+    use clap::Parser;
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: Args,
+    }
+    let argv = std::iter::once("calibrate").chain(line.split_whitespace());
+    Cli::try_parse_from(argv)
+        .map(|c| c.a)
+        .map_err(|e| args::one_line(&e, "loggp calibrate"))
+}
+
+fn coll_op(s: &str) -> Result<coll::model::Coll, String> {
+    coll::model::Coll::parse(s.trim()).ok_or_else(|| {
+        "expected barrier, bcast, reduce, allreduce, alltoall (comma-separated)".into()
+    })
+}
 
 /// One knob of the shim and what the report needs to know about it.
 #[derive(Clone, Copy, Debug)]
@@ -142,119 +295,68 @@ pub struct Opts {
     pub reanalyse: Option<PathBuf>,
 }
 
-fn parse_num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
-    v.parse()
-        .map_err(|_| format!("{flag} {v:?} is not accepted: expected a whole number"))
-}
-
 impl Opts {
-    pub fn parse(args: &[String]) -> Result<Opts, String> {
-        let mut mpi = Mpi::OpenMpi;
-        let mut np = 2;
-        let mut knobs: Option<String> = None;
-        let mut values = None;
-        let mut g_values = None;
-        let mut size = 8;
-        let mut out = PathBuf::from("loggp-calibration");
-        let mut quick = false;
-        let mut reps = None;
-        let mut fit_reps = None;
-        let mut baseline_runs = None;
-        let mut timeout = 300;
-        let mut reanalyse = None;
-        let mut out_given = false;
-        let mut i = 0;
-        while i < args.len() {
-            let a = args[i].as_str();
-            if a == "--quick" {
-                quick = true;
-                i += 1;
-                continue;
+    pub fn from_args(a: &Args) -> Result<Opts, String> {
+        let quick = a.quick;
+        let np = match a.np.as_slice() {
+            [] => 2,
+            [n] => *n,
+            _ => {
+                return Err(format!(
+                "--np {:?} is not accepted: expected one rank count (a list is for --collectives)",
+                a.np.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ))
             }
-            if a == "-h" || a == "--help" {
-                return Err(USAGE.into());
-            }
-            let (flag, v, used) = match a.split_once('=') {
-                Some((f, v)) if f.starts_with("--") => (f, v.to_string(), 1),
-                _ => (
-                    a,
-                    args.get(i + 1)
-                        .cloned()
-                        .ok_or_else(|| format!("calibrate: {a} needs a value\n{USAGE}"))?,
-                    2,
-                ),
-            };
-            match flag {
-                "--mpi" => mpi = Mpi::parse(&v)?,
-                "--np" => np = parse_num(flag, &v)?,
-                "--knob" | "--knobs" => knobs = Some(v),
-                "--values" => values = Some(v),
-                "--g-values" => g_values = Some(v),
-                "--size" => size = parse_num(flag, &v)?,
-                "--out" => {
-                    out = PathBuf::from(v);
-                    out_given = true;
-                }
-                "--reanalyse" | "--reanalyze" => reanalyse = Some(PathBuf::from(v)),
-                "--reps" => reps = Some(parse_num(flag, &v)?),
-                "--fit-reps" => fit_reps = Some(parse_num(flag, &v)?),
-                "--baseline-runs" => baseline_runs = Some(parse_num(flag, &v)?),
-                "--timeout" => timeout = parse_num(flag, &v)?,
-                _ => return Err(format!("calibrate: unknown argument {a:?}\n{USAGE}")),
-            }
-            i += used;
-        }
-        let knobs = match knobs.as_deref() {
-            None if quick => vec![KNOBS[1]],
-            None | Some("all") => KNOBS.to_vec(),
-            Some("none") => Vec::new(),
-            Some(list) => list
-                .split(',')
-                .map(|k| {
-                    let k = k.trim();
-                    knob_var(k)
-                        .and_then(|_| KNOBS.iter().find(|x| x.name == k).copied())
-                        .ok_or_else(|| {
-                            format!("--knob {k:?} is not accepted: expected L, o_s, o_r, g_s, g_r, G, all or none")
-                        })
-                })
-                .collect::<Result<Vec<_>, _>>()?,
         };
-        if np < 2 {
-            return Err(format!(
-                "--np {np} is not accepted: the measurement needs at least 2 ranks"
-            ));
+        let mut knobs = Vec::new();
+        if a.knob.is_empty() {
+            knobs = if quick {
+                vec![KNOBS[1]]
+            } else {
+                KNOBS.to_vec()
+            };
         }
-        if size == 0 || size > 1 << 20 {
-            return Err(format!(
-                "--size {size} is not accepted: expected 1 to 1048576 bytes"
-            ));
+        for k in &a.knob {
+            match k {
+                KnobArg::All => knobs.extend(KNOBS.iter().copied()),
+                KnobArg::None => {}
+                KnobArg::Name(k) => knobs.push(*k),
+                KnobArg::Set(s) => {
+                    return Err(format!(
+                        "--knob \"{}\" is not accepted: expected a knob name (L, o_s, o_r, g_s, g_r, G, all or none; knob=value pairs are for --collectives)",
+                        s.label()
+                    ))
+                }
+            }
         }
-        let reps = reps.unwrap_or(if quick { 40 } else { 100 });
-        let fit_reps = fit_reps.unwrap_or(if quick { 7 } else { 15 });
-        let baseline_runs = baseline_runs.unwrap_or(if quick { 2 } else { 3 });
-        if reps < 5 || fit_reps < 3 || baseline_runs < 1 {
-            return Err("--reps must be >= 5, --fit-reps >= 3, --baseline-runs >= 1".into());
+        let reps = a.reps.unwrap_or(if quick { 40 } else { 100 });
+        if reps < 5 {
+            return Err(format!(
+                "--reps \"{reps}\" is not accepted: expected a whole number from 5"
+            ));
         }
         let opts = Opts {
-            mpi,
+            mpi: a.mpi,
             np,
             knobs,
-            values,
-            g_values,
-            size,
-            out,
+            values: a.values.clone(),
+            g_values: a.g_values.clone(),
+            size: a.size.unwrap_or(8),
+            out: a
+                .out
+                .clone()
+                .or_else(|| a.reanalyse.clone())
+                .unwrap_or_else(|| PathBuf::from("loggp-calibration")),
             quick,
             reps,
-            fit_reps,
-            baseline_runs,
-            timeout: Duration::from_secs(timeout),
-            reanalyse,
+            fit_reps: a.fit_reps.unwrap_or(if quick { 7 } else { 15 }),
+            baseline_runs: a.baseline_runs.unwrap_or(if quick { 2 } else { 3 }),
+            timeout: a.timeout,
+            reanalyse: a.reanalyse.clone(),
         };
-        let mut opts = opts;
-        if let (Some(d), false) = (&opts.reanalyse, out_given) {
-            opts.out = d.clone();
-        }
         for k in &opts.knobs {
             opts.requested(k)?;
         }
@@ -278,36 +380,33 @@ impl Opts {
     }
 }
 
-/// Splits a value list; bare numbers borrow the unit of the last value.
+/// Parses a value list ([`units::split_list_with_units`]: a bare number
+/// takes the unit of the next value that carries one).
 fn parse_values(knob: &Knob, list: &str) -> Result<Vec<Requested>, String> {
-    let items: Vec<&str> = list
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    let unit = items
-        .last()
-        .map(|s| s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.'))
-        .unwrap_or("");
+    let flag = if knob.name == "G" {
+        "--g-values"
+    } else {
+        "--values"
+    };
+    let texts = units::split_list_with_units(list)
+        .map_err(|e| format!("{flag} {list:?} is not accepted: {e}"))?;
     let mut out = Vec::new();
-    for it in &items {
-        let text = if it.chars().all(|c| c.is_ascii_digit() || c == '.') && *it != "0" {
-            format!("{it}{unit}")
-        } else {
-            (*it).to_string()
-        };
-        let value = if knob.name == "G" {
-            parse_g_ns_per_byte(&text).filter(|&g| g > 0.0).ok_or_else(|| {
-                format!("--values {it:?} is not accepted for G: expected a bandwidth such as 512MB/s")
+    for (it, text) in list.split(',').map(str::trim).zip(texts) {
+        let value =
+            if knob.name == "G" {
+                units::parse_g_ns_per_byte(&text).filter(|&g| g > 0.0).ok_or_else(|| {
+                format!("{flag} {it:?} is not accepted for G: expected a bandwidth such as 512MB/s")
             })?
-        } else {
-            parse_time_ns(&text).map(|v| v as f64).ok_or_else(|| {
-                format!(
-                    "--values {it:?} is not accepted for {}: expected a time such as 20us",
-                    knob.name
-                )
-            })?
-        };
+            } else {
+                units::parse_time_ns(&text)
+                    .map(|v| v as f64)
+                    .ok_or_else(|| {
+                        format!(
+                            "{flag} {it:?} is not accepted for {}: expected a time such as 20us",
+                            knob.name
+                        )
+                    })?
+            };
         out.push(Requested { text, value });
     }
     if out.is_empty() {
@@ -602,11 +701,12 @@ fn progress(done: usize, total: usize, what: &str, secs: f64) {
     );
 }
 
-pub fn main(args: &[String]) -> Result<ExitCode, String> {
-    if args.iter().any(|a| a == "--collectives") {
-        return coll::main(args);
+/// `raw`: the arguments as given, for the reproduction line of a report.
+pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
+    if args.collectives {
+        return coll::main(coll::Opts::from_args(&args, raw)?);
     }
-    let opts = Opts::parse(args)?;
+    let opts = Opts::from_args(&args)?;
     if let Some(dir) = opts.reanalyse.clone() {
         let cal = reanalyse(opts, &dir)?;
         let text = report::markdown(&cal);
@@ -723,8 +823,8 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn parse(line: &str) -> Result<Opts, String> {
+        Opts::from_args(&parse_args(line)?)
     }
 
     fn params(l: f64, o_s: f64, o_r: f64, g_s: f64) -> Params {
@@ -845,22 +945,52 @@ mod tests {
 
     #[test]
     fn option_defaults_and_errors() {
-        let o = Opts::parse(&args("--quick")).unwrap();
+        let o = parse("--quick").unwrap();
         assert_eq!(o.knobs.len(), 1);
         assert_eq!(o.knobs[0].name, "o_s");
         assert_eq!(o.baseline_runs, 2);
-        let o = Opts::parse(&args("--mpi mpich --knob L,G --np 3")).unwrap();
+        let o = parse("--mpi mpich --knob L,G --np 3").unwrap();
         assert_eq!(o.mpi, Mpi::Mpich);
         assert_eq!(o.knobs.len(), 2);
         assert_eq!(o.requested(&o.knobs[1]).unwrap().len(), 7);
-        assert!(Opts::parse(&args("--knob X")).is_err());
-        assert!(Opts::parse(&args("--np 1")).is_err());
-        let o = Opts::parse(&args("--knob L,G --values 20us --g-values 100,200MB/s")).unwrap();
+        assert!(parse("--knob X").is_err());
+        assert!(parse("--np 1").is_err());
+        let o = parse("--knob L,G --values 20us --g-values 100,200MB/s").unwrap();
         assert_eq!(o.requested(&o.knobs[0]).unwrap().len(), 1);
         assert_eq!(o.requested(&o.knobs[1]).unwrap()[1].text, "200MB/s");
-        assert!(Opts::parse(&args("--knob G --g-values 20")).is_err());
-        assert!(Opts::parse(&args("--knob L --values 100MB/s")).is_err());
-        assert!(Opts::parse(&args("--bogus 1")).is_err());
-        assert!(Opts::parse(&args("--knob none")).unwrap().knobs.is_empty());
+        assert!(parse("--knob G --g-values 20").is_err());
+        assert!(parse("--knob L --values 100MB/s").is_err());
+        assert!(parse("--bogus 1").is_err());
+        assert!(parse("--knob none").unwrap().knobs.is_empty());
+        // one grammar: the timeout is a time with its unit, sizes in bytes
+        assert_eq!(
+            parse("--timeout 90s --size 1KiB").unwrap().timeout,
+            Duration::from_secs(90)
+        );
+        assert_eq!(parse("--size 1KiB").unwrap().size, 1024);
+        for (line, want) in [
+            (
+                "--timeout 300",
+                "--timeout \"300\" is not accepted: expected a time",
+            ),
+            (
+                "--size 8K",
+                "--size \"8K\" is not accepted: expected a number of bytes",
+            ),
+            ("--size 2MiB", "--size \"2MiB\" is not accepted"),
+            (
+                "--np 2,4",
+                "--np \"2,4\" is not accepted: expected one rank count",
+            ),
+            ("--knob L=5us", "knob=value pairs are for --collectives"),
+            ("--reps 4", "--reps \"4\" is not accepted"),
+            ("--ops bcast", "--collectives"),
+            ("--knob X", "--knob \"X\" is not accepted: expected L, o_s"),
+            ("--values 1,,2us", "empty"),
+        ] {
+            let e = parse(line).unwrap_err();
+            assert!(e.contains(want), "{line}: {e}");
+            assert!(!e.contains('\n'), "{line}: {e:?}");
+        }
     }
 }

@@ -3,8 +3,12 @@
 
 use super::kernel::{Params, PARAMS};
 use super::{Calibration, KnobResult};
+use crate::csv;
+use crate::json::Pairs;
+use crate::svg::{short, Svg};
 use loggp_core::fit::theil_sen_slope;
 use loggp_core::stats;
+use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -388,20 +392,25 @@ fn csv(cal: &Calibration) -> String {
                     secs: f64| {
         let _ = write!(
             s,
-            "{},{},{},{knob},{run},{req},{reqv}",
+            "{},{},{},{knob},{run},{},{}",
             o.mpi.name(),
             o.np,
-            o.size
+            o.size,
+            csv::field(req),
+            csv::num(reqv)
         );
         for q in PARAMS {
-            let _ = write!(s, ",{}", p.get(q));
+            let _ = write!(s, ",{}", csv::num(p.get(q)));
         }
         let _ = writeln!(
             s,
-            ",{},{},{realised},{},{below},\"{drift}\",{secs}",
-            p.o_s_call,
-            p.big_g_lsq,
-            err.map(|e| e.to_string()).unwrap_or_default()
+            ",{},{},{},{},{below},{},{}",
+            csv::num(p.o_s_call),
+            csv::num(p.big_g_lsq),
+            csv::num(realised),
+            csv::opt(err),
+            csv::field(drift),
+            csv::num(secs)
         );
     };
     for (i, r) in cal.baseline.runs.iter().enumerate() {
@@ -447,158 +456,182 @@ fn fit_csv(cal: &Calibration) -> String {
                 .iter()
                 .position(|g| g.start <= j && j <= g.end)
                 .map_or(0, |x| x + 1);
-            let _ = writeln!(s, "baseline-{},{},{},{range}", i + 1, p.size, p.gap);
+            let _ = writeln!(
+                s,
+                "baseline-{},{},{},{range}",
+                i + 1,
+                p.size,
+                csv::num(p.gap)
+            );
         }
     }
     s
 }
 
-pub(super) fn jnum(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v}")
-    } else {
-        "null".into()
-    }
+/// One run's parameters as `calibration.json` holds them.
+#[derive(Serialize)]
+struct JsonParams<'a> {
+    /// `L_ns`, `o_s_ns`, ... `G_ns_per_B`, `RTT_ns`, in report order.
+    #[serde(flatten)]
+    values: Pairs<String, f64>,
+    o_s_call_ns: f64,
+    #[serde(rename = "G_lsq_ns_per_B")]
+    g_lsq_ns_per_b: f64,
+    #[serde(rename = "G_sizes")]
+    g_sizes: [u64; 2],
+    #[serde(rename = "G_method")]
+    g_method: &'a str,
+    gap_method: &'a str,
+    outliers: usize,
+    preempted: usize,
+    repetitions: usize,
+    ranges: Vec<JsonRange>,
 }
 
-pub(super) fn jstr(v: &str) -> String {
-    let mut s = String::from("\"");
-    for c in v.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c => s.push(c),
+#[derive(Serialize)]
+struct JsonRange {
+    from_bytes: u64,
+    to_bytes: u64,
+    g_ns: f64,
+    #[serde(rename = "G_ns_per_B")]
+    g_ns_per_b: f64,
+}
+
+impl<'a> From<&'a Params> for JsonParams<'a> {
+    fn from(p: &'a Params) -> Self {
+        let values = PARAMS
+            .iter()
+            .map(|q| {
+                let key = if *q == "G" {
+                    "G_ns_per_B".to_string()
+                } else {
+                    format!("{q}_ns")
+                };
+                (key, p.get(q))
+            })
+            .collect();
+        JsonParams {
+            values: Pairs(values),
+            o_s_call_ns: p.o_s_call,
+            g_lsq_ns_per_b: p.big_g_lsq,
+            g_sizes: [p.g_range.0, p.g_range.1],
+            g_method: p.g_method,
+            gap_method: p.gap_method,
+            outliers: p.outliers,
+            preempted: p.preempted,
+            repetitions: p.repetitions,
+            ranges: p
+                .ranges
+                .iter()
+                .map(|r| JsonRange {
+                    from_bytes: p.fit[r.start].size,
+                    to_bytes: p.fit[r.end].size,
+                    g_ns: r.line.intercept,
+                    g_ns_per_b: r.line.slope,
+                })
+                .collect(),
         }
     }
-    s.push('"');
-    s
 }
 
-fn jparams(p: &Params) -> String {
-    let mut s = String::from("{");
-    for (i, q) in PARAMS.iter().enumerate() {
-        let key = if *q == "G" {
-            "G_ns_per_B".to_string()
-        } else {
-            format!("{q}_ns")
-        };
-        let _ = write!(
-            s,
-            "{}{}: {}",
-            if i > 0 { ", " } else { "" },
-            jstr(&key),
-            jnum(p.get(q))
-        );
-    }
-    let _ = write!(
-        s,
-        ", \"o_s_call_ns\": {}, \"G_lsq_ns_per_B\": {}, \"G_sizes\": [{}, {}], \"G_method\": {}, \"gap_method\": {}, \"outliers\": {}, \"preempted\": {}, \"repetitions\": {}, \"ranges\": [",
-        jnum(p.o_s_call),
-        jnum(p.big_g_lsq),
-        p.g_range.0,
-        p.g_range.1,
-        jstr(p.g_method),
-        jstr(p.gap_method),
-        p.outliers,
-        p.preempted,
-        p.repetitions
-    );
-    for (i, r) in p.ranges.iter().enumerate() {
-        let _ = write!(
-            s,
-            "{}{{\"from_bytes\": {}, \"to_bytes\": {}, \"g_ns\": {}, \"G_ns_per_B\": {}}}",
-            if i > 0 { ", " } else { "" },
-            p.fit[r.start].size,
-            p.fit[r.end].size,
-            jnum(r.line.intercept),
-            jnum(r.line.slope)
-        );
-    }
-    s.push_str("]}");
-    s
+#[derive(Serialize)]
+struct JsonCalibration<'a> {
+    mpi: &'a str,
+    library: &'a str,
+    np: u32,
+    size: u64,
+    reps: u32,
+    fit_reps: u32,
+    seconds: f64,
+    baseline: JsonBaseline<'a>,
+    knobs: Vec<JsonKnob<'a>>,
+}
+
+/// Read back by `calibrate --collectives --params` (its `median`).
+#[derive(Serialize)]
+struct JsonBaseline<'a> {
+    runs: Vec<JsonParams<'a>>,
+    median: Pairs<&'a str, f64>,
+    sigma: Pairs<&'a str, f64>,
+    seconds: f64,
+}
+
+#[derive(Serialize)]
+struct JsonKnob<'a> {
+    knob: &'a str,
+    floor: bool,
+    avg_err_pct: Option<f64>,
+    std_err_pct: Option<f64>,
+    leon_avg_err_pct: f64,
+    seconds: f64,
+    rows: Vec<JsonRow<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    requested: &'a str,
+    requested_value: f64,
+    realised: f64,
+    err_pct: Option<f64>,
+    below_native: bool,
+    drift: Pairs<&'a str, f64>,
+    seconds: f64,
+    repeated_disturbance: &'a [f64],
+    disturbance: f64,
+    params: JsonParams<'a>,
 }
 
 fn json(cal: &Calibration) -> String {
     let o = &cal.opts;
     let b = &cal.baseline;
-    let mut s = String::from("{\n");
-    let _ = writeln!(
-        s,
-        "  \"mpi\": {}, \"library\": {}, \"np\": {}, \"size\": {}, \"reps\": {}, \"fit_reps\": {}, \"seconds\": {},",
-        jstr(o.mpi.name()),
-        jstr(&cal.library),
-        o.np,
-        o.size,
-        o.reps,
-        o.fit_reps,
-        jnum(cal.seconds)
-    );
-    s.push_str("  \"baseline\": {\"runs\": [\n");
-    let runs: Vec<String> = b
-        .runs
-        .iter()
-        .map(|r| format!("    {}", jparams(r)))
-        .collect();
-    s.push_str(&runs.join(",\n"));
-    s.push_str("\n  ], \"median\": {");
-    let means: Vec<String> = PARAMS
-        .iter()
-        .map(|p| format!("{}: {}", jstr(p), jnum(b.center(p))))
-        .collect();
-    s.push_str(&means.join(", "));
-    s.push_str("}, \"sigma\": {");
-    let stds: Vec<String> = PARAMS
-        .iter()
-        .map(|p| format!("{}: {}", jstr(p), jnum(b.spread(p))))
-        .collect();
-    s.push_str(&stds.join(", "));
-    let _ = writeln!(s, "}}, \"seconds\": {}}},", jnum(b.seconds));
-    s.push_str("  \"knobs\": [\n");
-    let ks: Vec<String> = cal
-        .knobs
-        .iter()
-        .map(|k| {
-            let errs = k.errors();
-            let (a, sd) = avg_std(&errs);
-            let rows: Vec<String> = k
-                .rows
-                .iter()
-                .map(|r| {
-                    let drift: Vec<String> =
-                        r.drift.iter().map(|(p, d)| format!("{}: {}", jstr(p), jnum(*d))).collect();
-                    format!(
-                        "      {{\"requested\": {}, \"requested_value\": {}, \"realised\": {}, \"err_pct\": {}, \"below_native\": {}, \"drift\": {{{}}}, \"seconds\": {}, \"repeated_disturbance\": [{}], \"disturbance\": {}, \"params\": {}}}",
-                        jstr(&r.requested.text),
-                        jnum(r.requested.value),
-                        jnum(r.realised),
-                        r.err.map_or("null".into(), jnum),
-                        r.below_native,
-                        drift.join(", "),
-                        jnum(r.seconds),
-                        r.disturbed.iter().map(|d| jnum(*d)).collect::<Vec<_>>().join(", "),
-                        jnum(r.disturbance),
-                        jparams(&r.params)
-                    )
-                })
-                .collect();
-            format!(
-                "    {{\"knob\": {}, \"floor\": {}, \"avg_err_pct\": {}, \"std_err_pct\": {}, \"leon_avg_err_pct\": {}, \"seconds\": {}, \"rows\": [\n{}\n    ]}}",
-                jstr(k.knob.name),
-                k.knob.floor,
-                if errs.is_empty() { "null".into() } else { jnum(a) },
-                if errs.is_empty() { "null".into() } else { jnum(sd) },
-                jnum(k.knob.leon),
-                jnum(k.seconds),
-                rows.join(",\n")
-            )
-        })
-        .collect();
-    s.push_str(&ks.join(",\n"));
-    s.push_str("\n  ]\n}\n");
-    s
+    let file = JsonCalibration {
+        mpi: o.mpi.name(),
+        library: &cal.library,
+        np: o.np,
+        size: o.size,
+        reps: o.reps,
+        fit_reps: o.fit_reps,
+        seconds: cal.seconds,
+        baseline: JsonBaseline {
+            runs: b.runs.iter().map(JsonParams::from).collect(),
+            median: Pairs(PARAMS.iter().map(|p| (*p, b.center(p))).collect()),
+            sigma: Pairs(PARAMS.iter().map(|p| (*p, b.spread(p))).collect()),
+            seconds: b.seconds,
+        },
+        knobs: cal
+            .knobs
+            .iter()
+            .map(|k| {
+                let errs = k.errors();
+                let (a, sd) = avg_std(&errs);
+                JsonKnob {
+                    knob: k.knob.name,
+                    floor: k.knob.floor,
+                    avg_err_pct: (!errs.is_empty()).then_some(a),
+                    std_err_pct: (!errs.is_empty()).then_some(sd),
+                    leon_avg_err_pct: k.knob.leon,
+                    seconds: k.seconds,
+                    rows: k
+                        .rows
+                        .iter()
+                        .map(|r| JsonRow {
+                            requested: &r.requested.text,
+                            requested_value: r.requested.value,
+                            realised: r.realised,
+                            err_pct: r.err,
+                            below_native: r.below_native,
+                            drift: Pairs(r.drift.clone()),
+                            seconds: r.seconds,
+                            repeated_disturbance: &r.disturbed,
+                            disturbance: r.disturbance,
+                            params: JsonParams::from(&r.params),
+                        })
+                        .collect(),
+                }
+            })
+            .collect(),
+    };
+    crate::json::pretty(&file)
 }
 
 /// One series: label, colour, points, and whether they are joined by a
@@ -654,24 +687,18 @@ impl Plot<'_> {
         }
         let px = |x: f64| ml + (tx(x) - x0) / (x1 - x0) * (w - ml - mr);
         let py = |y: f64| h - mb - (tx(y) - y0) / (y1 - y0) * (h - mt - mb);
-        let mut s = format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-        );
+        let mut d = Svg::new(w, h);
         for (a, bnd) in &self.bands {
-            let _ = writeln!(
-                s,
-                "<rect x=\"{:.1}\" y=\"{mt}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#eef\" stroke=\"#99c\"/>",
+            d.rect(
                 px(*a),
+                mt,
                 (px(*bnd) - px(*a)).max(1.0),
-                h - mt - mb
+                h - mt - mb,
+                r##"fill="#eef" stroke="#99c""##,
             );
         }
-        let _ = writeln!(
-            s,
-            "<line x1=\"{ml}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"black\"/><line x1=\"{ml}\" y1=\"{mt}\" x2=\"{ml}\" y2=\"{0}\" stroke=\"black\"/>",
-            h - mb,
-            w - mr
-        );
+        d.line((ml, h - mb), (w - mr, h - mb), r#"stroke="black""#);
+        d.line((ml, mt), (ml, h - mb), r#"stroke="black""#);
         for i in 0..=4 {
             let f = f64::from(i) / 4.0;
             let xv = x0 + f * (x1 - x0);
@@ -683,84 +710,53 @@ impl Plot<'_> {
             };
             let xp = ml + f * (w - ml - mr);
             let yp = h - mb - f * (h - mt - mb);
-            let _ = writeln!(
-                s,
-                "<text x=\"{xp:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-                h - mb + 16.0,
-                short(xl),
-                ml - 4.0,
-                yp + 4.0,
-                short(yl)
-            );
+            d.text(xp, h - mb + 16.0, r#"text-anchor="middle""#, &short(xl));
+            d.text(ml - 4.0, yp + 4.0, r#"text-anchor="end""#, &short(yl));
         }
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text><text x=\"14\" y=\"{:.1}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {:.1})\">{}</text>",
+        d.text(
             w / 2.0,
-            xml(&self.title),
+            22.0,
+            r#"text-anchor="middle" font-size="14""#,
+            &self.title,
+        );
+        d.text(
             (w + ml) / 2.0,
             h - 12.0,
-            xml(&self.xlabel),
-            (h) / 2.0,
-            h / 2.0,
-            xml(&self.ylabel)
+            r#"text-anchor="middle""#,
+            &self.xlabel,
         );
+        d.vtext(14.0, h / 2.0, "", &self.ylabel);
         for (i, (label, colour, pts, joined)) in self.series.iter().enumerate() {
-            let pts: Vec<&(f64, f64)> = pts.iter().filter(|p| self.drawable(p)).collect();
+            let pts: Vec<(f64, f64)> = pts
+                .iter()
+                .filter(|p| self.drawable(p))
+                .map(|(x, y)| (px(*x), py(*y)))
+                .collect();
             if *joined {
-                let path: Vec<String> = pts
-                    .iter()
-                    .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
-                    .collect();
-                let _ = writeln!(
-                    s,
-                    "<polyline fill=\"none\" stroke=\"{colour}\" stroke-dasharray=\"5,3\" points=\"{}\"/>",
-                    path.join(" ")
+                d.polyline(
+                    &pts,
+                    &format!(r#"fill="none" stroke="{colour}" stroke-dasharray="5,3""#),
                 );
             } else {
                 for (x, y) in &pts {
-                    let _ = writeln!(
-                        s,
-                        "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{colour}\"/>",
-                        px(*x),
-                        py(*y)
-                    );
+                    d.circle(*x, *y, 3.5, &format!(r#"fill="{colour}""#));
                 }
             }
             if label.is_empty() {
                 continue;
             }
             let ly = mt + 14.0 + 16.0 * i as f64;
-            let _ = writeln!(
-                s,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            d.rect(
                 ml + 10.0,
                 ly - 9.0,
-                ml + 24.0,
-                ly,
-                xml(label)
+                10.0,
+                10.0,
+                &format!(r#"fill="{colour}""#),
             );
+            d.text(ml + 24.0, ly, "", label);
         }
-        s.push_str("</svg>\n");
-        s
+        d.finish()
     }
-}
-
-fn short(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e6 || (a < 1e-2 && a > 0.0) {
-        format!("{v:.1e}")
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-pub(super) fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 fn knob_plot(k: &KnobResult, mpi: &str) -> String {

@@ -1,26 +1,13 @@
 //! CSV exporters: `runs.csv` (every run) and `points.csv` (every point).
-//! Each opens with a commented line saying what the figure is.
+//! Each opens with a commented line saying what the figure is; a missing
+//! value is an empty field (`crate::csv`).
 
 use super::report::figure_name;
 use super::stats::Summary;
 use super::{Point, PointStats, Report};
 use std::fmt::Write as _;
 
-pub fn num(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.6}")
-    } else {
-        String::new()
-    }
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
+use crate::csv::{field as csv_field, fixed as num};
 
 pub fn runs_csv(r: &Report) -> String {
     let mut s = String::new();
@@ -106,18 +93,4 @@ pub fn points_csv(r: &Report) -> String {
         }
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escaping() {
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(num(f64::INFINITY), "");
-        assert_eq!(num(0.5), "0.500000");
-    }
 }

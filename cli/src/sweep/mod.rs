@@ -17,17 +17,17 @@
 //! `sweep.svg` (one panel per knob).
 
 mod csv;
-mod exec;
 mod json;
+mod metric;
 mod opts;
-mod regex;
 mod report;
 mod stats;
-pub(crate) mod svg;
+mod svg;
 
+use crate::job::{self, End, Outcome};
 use crate::knobs;
 use crate::launch::{self, Mpi};
-use exec::{End, Outcome};
+pub use opts::Args;
 use opts::{Knob, Opts};
 use stats::{Fit, Stat, Summary};
 use std::io::{IsTerminal, Write};
@@ -183,27 +183,23 @@ pub fn analyse(
     (baseline, curves)
 }
 
-pub fn main(args: &[String]) -> Result<ExitCode, String> {
-    let Some(o) = opts::parse(args)? else {
-        println!("{}", opts::USAGE);
-        return Ok(ExitCode::SUCCESS);
-    };
+pub fn main(args: Args) -> Result<ExitCode, String> {
+    let o = Opts::from_args(args)?;
     let mpi = match o.mpi {
         Some(m) => m,
         None => launch::detect_mpi(&o.cmd[0]).ok_or_else(|| {
             format!(
-                "sweep: cannot tell which MPI {:?} belongs to; say --mpi openmpi or --mpi mpich",
+                "cannot tell which MPI {:?} belongs to; say --mpi openmpi or --mpi mpich",
                 o.cmd[0]
             )
         })?,
     };
-    let shim = launch::shim_path(mpi).map_err(|e| format!("sweep: {e}"))?;
+    let shim = launch::shim_path(mpi)?;
     // Validate every configuration now, as the shim will, so that a bad
     // value stops the sweep before the first run rather than in the middle.
     // A swept knob set in the environment is replaced by the swept values,
     // and is absent (zero) at the baseline.
-    let background: Vec<(String, String)> = knobs::resolve(&[])
-        .map_err(|e| format!("sweep: {e}"))?
+    let background: Vec<(String, String)> = knobs::resolve(&[])?
         .into_iter()
         .filter(|(k, _)| !o.knobs.iter().any(|kn| kn.var == k))
         .collect();
@@ -214,13 +210,13 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
             let mut vars = background.clone();
             vars.push((knob.var.to_string(), val.text.clone()));
             loggp_core::Config::from_vars(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                .map_err(|e| format!("sweep: {e}"))?;
+                .map_err(|e| e.to_string())?;
             configs.push((Point::Value(k, v), vars));
         }
     }
     std::fs::create_dir_all(&o.out)
-        .map_err(|e| format!("sweep: cannot create {}: {e}", o.out.display()))?;
-    exec::install_signal_forwarding();
+        .map_err(|e| format!("cannot create {}: {e}", o.out.display()))?;
+    job::install_signal_forwarding();
     let report = sweep(&o, mpi, &shim, &configs, &background);
     let files = report::write_all(&report, &o.out)?;
     print!("{}", report::summary_text(&report));
@@ -289,7 +285,7 @@ fn sweep(
                 Point::Baseline => "baseline".to_string(),
                 Point::Value(k, v) => format!("{}={}", o.knobs[k].name, o.knobs[k].values[v].text),
             };
-            let out = exec::run(cmd, o.timeout, o.lock.as_deref());
+            let out = job::run(cmd, o.timeout, o.lock.as_deref());
             let run = record(*point, repeat, &out, o);
             progress.step(&label, repeat, o.repeat, &run);
             if let Some(err) = &run.error {
@@ -298,7 +294,7 @@ fn sweep(
                     "loggp sweep: run {} of {total} ({label}, repeat {repeat}) failed: {err}",
                     progress.done
                 );
-                let lines = exec::tail(&out, 10);
+                let lines = job::tail(&out, 10);
                 if lines.is_empty() {
                     eprintln!("  (it printed nothing)");
                 } else {
@@ -611,6 +607,15 @@ mod tests {
             "{json}"
         );
         assert_eq!(json.matches('{').count(), json.matches('}').count());
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["command"][3], "./a, \"b\" <c>");
+        assert_eq!(v["knobs"][1]["knob"], "o_s");
+        assert_eq!(v["knobs"][0]["points"].as_array().unwrap().len(), 3);
+        assert_eq!(v["runs"].as_array().unwrap().len(), 20);
+        assert_eq!(v["runs"][19]["error"], "exit code 1");
+        assert_eq!(v["baseline"]["figure"]["n"], 3);
+        let slope = v["knobs"][0]["slope_per_unit"].as_f64().unwrap();
+        assert!((slope - r.curves[0].fit.unwrap().slope).abs() < 1e-12);
         let svg = read("sweep.svg");
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("&lt;c&gt;") && !svg.contains("<c>"));

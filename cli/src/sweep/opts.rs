@@ -1,46 +1,87 @@
 //! The command line of `loggp sweep`.
 
-use super::regex::Regex;
+use super::metric::Metric;
 use super::stats::Stat;
+use crate::args;
 use crate::knobs::knob_var;
 use crate::launch::Mpi;
-use loggp_core::units::{parse_g_ns_per_byte, parse_time_ns, G_ACCEPTED, TIME_ACCEPTED};
+use loggp_core::units::{self, G_ACCEPTED, TIME_ACCEPTED};
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub const USAGE: &str = "\
-usage: loggp sweep --knob K[,K...] --values [K=]V,V,...unit [options] -- <launcher> [args...]
-
-Runs the program once per repeat at a baseline (the shim loaded, every knob
-at zero) and at each value of each knob, and reports the slowdown curve of
-each knob: CSV, JSON, an SVG plot and a summary table (slope, R², the value
-at which the slowdown passes 10 %).
-
-  --knob K[,K...]     knobs to sweep, one curve each: L o_s o_r g_s g_r G
-  --values [K=]LIST   comma-separated values for knob K (or for every knob
-                      without a list of its own); a bare number takes the
-                      unit of the next value that has one, so 0,2,5,10us is
-                      0us,2us,5us,10us. Times: ns us ms s. G: a bandwidth
-                      (100MB/s, 1GiB/s) or a time per byte (0.5ns).
-  --repeat N          runs per point (default 5); the median is reported
-  --stat median|min   the statistic of the repeats that stands for a point
-                      (default median; min suits a busy machine, where
-                      interference only ever adds time)
-  --metric REGEX      take the figure from the program's output instead of
-                      the wall time: group 1 of the last matching line of
-                      stdout (then stderr), a number or a time like 1.5ms
-  --mpi openmpi|mpich which shim to preload (default: from the launcher)
-  --out DIR           where the results go (default loggp-sweep)
-  --timeout TIME      kill a run after this long (default 10min = 600s)
-  --lock FILE         hold an exclusive lock on FILE during each run, so that
-                      other jobs using the same FILE do not run alongside
-  --keep-going        a failed run is reported and the sweep goes on (default)
-  --stop-on-fail      stop at the first failed run (results so far are written)
-
+/// Shown under `loggp sweep --help`.
+const NOTES: &str = "\
 Other LOGGP_* variables in the environment apply to every run, baseline too;
 a swept knob set there is replaced by the swept values (absent at the baseline).
-Collectives are not perturbed by the shim yet: a program whose messages all
-go through collectives shows no slowdown.";
+Collectives are perturbed too: the shim runs them over its own point-to-point
+algorithms (LOGGP_COLL_<OP> picks one), so their messages feel every knob.
+
+Units: times ns us ms s; G a bandwidth (B/s KB/s MB/s GB/s, KiB/s MiB/s GiB/s)
+or a time per byte (0.5ns); in a list a bare number takes the unit of the next
+value that has one, so 0,2,5,10us is 0us,2us,5us,10us.";
+
+/// Sweep knobs: how much does a program care about each LogGP parameter?
+///
+/// Runs the program once per repeat at a baseline (the shim loaded, every
+/// knob at zero) and at each value of each knob, and reports the slowdown
+/// curve of each knob: CSV, JSON, an SVG plot and a summary table (slope,
+/// R², the value at which the slowdown passes 10 %).
+#[derive(clap::Args, Debug)]
+#[command(after_help = NOTES)]
+pub struct Args {
+    /// Knobs to sweep, one curve each: L o_s o_r g_s g_r G
+    #[arg(long, value_name = "K[,K...]", value_delimiter = ',', value_parser = knob_name)]
+    knob: Vec<String>,
+    /// Comma-separated values for knob K (or for every knob without a list
+    /// of its own); may be repeated, once per knob
+    #[arg(long, value_name = "[K=]LIST", allow_hyphen_values = true)]
+    values: Vec<String>,
+    /// Runs per point
+    #[arg(long, value_name = "N", default_value = "5", value_parser = args::whole(1, 1_000_000))]
+    repeat: u32,
+    /// The statistic of the repeats that stands for a point (min suits a
+    /// busy machine, where interference only ever adds time)
+    #[arg(long, value_name = "median|min", default_value = "median", value_parser = stat)]
+    stat: Stat,
+    /// Take the figure from the program's output instead of the wall
+    /// time: group 1 (else the whole match) of the last matching line of
+    /// stdout, then stderr; a number or a time like 1.5ms
+    #[arg(long, value_name = "REGEX", value_parser = Metric::new)]
+    metric: Option<Metric>,
+    /// Which shim to preload (default: from the launcher)
+    #[arg(long, value_name = "openmpi|mpich", value_parser = args::mpi)]
+    mpi: Option<Mpi>,
+    /// Where the results go
+    #[arg(long, value_name = "DIR", default_value = "loggp-sweep")]
+    out: PathBuf,
+    /// Kill a run (its whole process group) after this long
+    #[arg(long, value_name = "TIME", default_value = "600s", allow_hyphen_values = true, value_parser = args::duration)]
+    timeout: Duration,
+    /// Hold an exclusive lock on FILE during each run, so that other jobs
+    /// using the same FILE do not run alongside
+    #[arg(long, value_name = "FILE")]
+    lock: Option<PathBuf>,
+    /// A failed run is reported and the sweep goes on (the default)
+    #[arg(long, overrides_with = "stop_on_fail")]
+    keep_going: bool,
+    /// Stop at the first failed run (results so far are written)
+    #[arg(long, overrides_with = "keep_going")]
+    stop_on_fail: bool,
+    /// The launcher and its arguments, passed on untouched
+    #[arg(last = true, value_name = "LAUNCHER")]
+    cmd: Vec<String>,
+}
+
+fn knob_name(s: &str) -> Result<String, String> {
+    let k = s.trim().replace('-', "_");
+    knob_var(&k)
+        .map(|_| k)
+        .ok_or_else(|| "expected L, o_s, o_r, g_s, g_r or G".to_string())
+}
+
+fn stat(s: &str) -> Result<Stat, String> {
+    Stat::parse(s).ok_or_else(|| "expected median or min".to_string())
+}
 
 /// How a knob's values are placed on the x axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,233 +123,121 @@ pub struct Opts {
     pub stat: Stat,
     pub mpi: Option<Mpi>,
     pub out: PathBuf,
-    pub metric: Option<Regex>,
+    pub metric: Option<Metric>,
     pub keep_going: bool,
     pub timeout: Duration,
     pub lock: Option<PathBuf>,
     pub cmd: Vec<String>,
 }
 
-/// `Ok(None)` means help was asked for.
-pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
-    let mut knob_names: Vec<String> = Vec::new();
-    let mut lists: Vec<(Option<String>, String)> = Vec::new();
-    let mut repeat = 5usize;
-    let mut stat = Stat::Median;
-    let mut mpi = None;
-    let mut out = PathBuf::from("loggp-sweep");
-    let mut metric = None;
-    let mut keep_going = true;
-    let mut timeout = Duration::from_secs(600);
-    let mut lock = None;
-    let mut i = 0;
-    let value = |i: usize, flag: &str| -> Result<String, String> {
-        args.get(i + 1)
-            .cloned()
-            .ok_or_else(|| format!("sweep: {flag} needs a value"))
-    };
-    while i < args.len() {
-        let a = args[i].as_str();
-        // accept --flag=value as well as --flag value
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (a, None),
-        };
-        let takes_value = matches!(
-            flag,
-            "--knob"
-                | "--values"
-                | "--repeat"
-                | "--stat"
-                | "--mpi"
-                | "--out"
-                | "--metric"
-                | "--timeout"
-                | "--lock"
-        );
-        let v = if takes_value {
-            match inline {
-                Some(v) => v,
-                None => {
-                    let v = value(i, flag)?;
-                    i += 1;
-                    v
-                }
+impl Opts {
+    /// Checks what clap cannot: lists against knobs, and a program.
+    pub fn from_args(a: Args) -> Result<Opts, String> {
+        if a.cmd.is_empty() {
+            return Err("no program given: put it after --, as in loggp sweep --knob L --values 0,10us -- mpirun -np 2 ./app".into());
+        }
+        let mut knob_names: Vec<String> = Vec::new();
+        for k in a.knob {
+            if knob_names.contains(&k) {
+                return Err(format!("--knob {k} is given twice"));
             }
-        } else {
-            String::new()
-        };
-        i += 1;
-        match flag {
-            "--" => break,
-            "-h" | "--help" => return Ok(None),
-            "--knob" => {
-                for k in v.split(',').map(str::trim).filter(|k| !k.is_empty()) {
-                    let k = k.replace('-', "_");
-                    if knob_var(&k).is_none() {
-                        return Err(format!(
-                            "sweep: --knob {k:?} is not a knob: expected L, o_s, o_r, g_s, g_r or G"
-                        ));
+            knob_names.push(k);
+        }
+        let lists: Vec<(Option<String>, String)> = a
+            .values
+            .iter()
+            .map(|v| match v.split_once('=') {
+                Some((k, list)) => (Some(k.trim().replace('-', "_")), list.to_string()),
+                None => (None, v.clone()),
+            })
+            .collect();
+        if knob_names.is_empty() {
+            // --values L=... alone names its knob
+            for (k, _) in &lists {
+                if let Some(k) = k {
+                    if !knob_names.contains(k) {
+                        knob_names.push(k.clone());
                     }
-                    if knob_names.contains(&k) {
-                        return Err(format!("sweep: --knob {k} is given twice"));
-                    }
-                    knob_names.push(k);
                 }
-            }
-            "--values" => match v.split_once('=') {
-                Some((k, list)) => lists.push((Some(k.trim().replace('-', "_")), list.to_string())),
-                None => lists.push((None, v)),
-            },
-            "--repeat" => {
-                repeat = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or_else(|| format!("sweep: --repeat {v:?} is not accepted: expected a whole number >= 1"))?;
-            }
-            "--stat" => {
-                stat = Stat::parse(&v).ok_or_else(|| {
-                    format!("sweep: --stat {v:?} is not accepted: expected median or min")
-                })?;
-            }
-            "--mpi" => mpi = Some(Mpi::parse(&v)?),
-            "--out" => out = PathBuf::from(v),
-            "--metric" => {
-                let r = Regex::new(&v).map_err(|e| format!("sweep: --metric {v:?} is not accepted: {e}"))?;
-                metric = Some(r);
-            }
-            "--timeout" => {
-                let ns = parse_time_ns(&v)
-                    .filter(|&ns| ns > 0)
-                    .ok_or_else(|| format!("sweep: --timeout {v:?} is not accepted: expected {TIME_ACCEPTED}, above 0"))?;
-                timeout = Duration::from_nanos(ns);
-            }
-            "--lock" => lock = Some(PathBuf::from(v)),
-            "--keep-going" => keep_going = true,
-            "--stop-on-fail" => keep_going = false,
-            other => {
-                return Err(format!(
-                    "sweep: unknown option {other:?} (put the program after --; see loggp sweep --help)"
-                ))
             }
         }
-    }
-    let cmd = args[i.min(args.len())..].to_vec();
-    if !args.iter().any(|a| a == "--") || cmd.is_empty() {
-        return Err("sweep: no program given: put it after --, as in loggp sweep --knob L --values 0,10us -- mpirun -np 2 ./app".into());
-    }
-    if knob_names.is_empty() {
-        // --values L=... alone names its knob
+        if knob_names.is_empty() {
+            return Err("no knob given: say --knob L (or o_s, o_r, g_s, g_r, G)".into());
+        }
         for (k, _) in &lists {
             if let Some(k) = k {
                 if !knob_names.contains(k) {
-                    knob_names.push(k.clone());
+                    return Err(format!(
+                        "--values {k}=... is for a knob not in --knob {}",
+                        knob_names.join(",")
+                    ));
                 }
             }
         }
-    }
-    if knob_names.is_empty() {
-        return Err("sweep: no knob given: say --knob L (or o_s, o_r, g_s, g_r, G)".into());
-    }
-    for (k, _) in &lists {
-        if let Some(k) = k {
-            if !knob_names.contains(k) {
-                return Err(format!(
-                    "sweep: --values {k}=... is for a knob not in --knob {}",
-                    knob_names.join(",")
-                ));
-            }
-        }
-    }
-    let mut knobs = Vec::new();
-    for name in &knob_names {
-        let var = knob_var(name).ok_or_else(|| {
-            format!("sweep: --values {name}=... names no knob: expected L, o_s, o_r, g_s, g_r or G")
+        let mut knobs = Vec::new();
+        for name in &knob_names {
+            let var = knob_var(name).ok_or_else(|| {
+            format!("--values {name:?} is not accepted: expected L, o_s, o_r, g_s, g_r or G before the =")
         })?;
-        let axis = if name == "G" {
-            Axis::NsPerByte
-        } else {
-            Axis::Micros
-        };
-        let own = lists
-            .iter()
-            .rev()
-            .find(|(k, _)| k.as_deref() == Some(name.as_str()));
-        let shared = lists.iter().rev().find(|(k, _)| k.is_none());
-        let Some((_, list)) = own.or(shared) else {
-            return Err(format!(
-                "sweep: knob {name} has no values: say --values {name}=0,5,10us"
-            ));
-        };
-        let mut values = parse_values(name, axis, list)?;
-        values.sort_by(|a, b| a.x.total_cmp(&b.x));
-        knobs.push(Knob {
-            name: name.clone(),
-            var,
-            axis,
-            values,
-        });
+            let axis = if name == "G" {
+                Axis::NsPerByte
+            } else {
+                Axis::Micros
+            };
+            let own = lists
+                .iter()
+                .rev()
+                .find(|(k, _)| k.as_deref() == Some(name.as_str()));
+            let shared = lists.iter().rev().find(|(k, _)| k.is_none());
+            let Some((_, list)) = own.or(shared) else {
+                return Err(format!(
+                    "knob {name} has no values: say --values {name}=0,5,10us"
+                ));
+            };
+            let mut values = parse_values(name, axis, list)?;
+            values.sort_by(|a, b| a.x.total_cmp(&b.x));
+            knobs.push(Knob {
+                name: name.clone(),
+                var,
+                axis,
+                values,
+            });
+        }
+        Ok(Opts {
+            knobs,
+            repeat: a.repeat as usize,
+            stat: a.stat,
+            mpi: a.mpi,
+            out: a.out,
+            metric: a.metric,
+            keep_going: !a.stop_on_fail,
+            timeout: a.timeout,
+            lock: a.lock,
+            cmd: a.cmd,
+        })
     }
-    Ok(Some(Opts {
-        knobs,
-        repeat,
-        stat,
-        mpi,
-        out,
-        metric,
-        keep_going,
-        timeout,
-        lock,
-        cmd,
-    }))
 }
 
-/// Splits `"1.5us"` into `("1.5", "us")`.
-fn split_unit(s: &str) -> (&str, &str) {
-    let end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+'))
-        .unwrap_or(s.len());
-    s.split_at(end)
-}
-
-/// Parses one knob's list. A bare number takes the unit of the next value
-/// that carries one; a bare `0` needs none.
+/// Parses one knob's list ([`units::split_list_with_units`]: a bare
+/// number takes the unit of the next value that carries one).
 pub fn parse_values(knob: &str, axis: Axis, list: &str) -> Result<Vec<Value>, String> {
-    let tokens: Vec<&str> = list.split(',').map(str::trim).collect();
     let accepted = match axis {
         Axis::Micros => TIME_ACCEPTED,
         Axis::NsPerByte => G_ACCEPTED,
     };
+    let texts = units::split_list_with_units(list).map_err(|e| {
+        format!("--values {knob}: {e}: expected comma-separated values, each {accepted}")
+    })?;
     let mut out = Vec::new();
-    for (i, tok) in tokens.iter().enumerate() {
-        if tok.is_empty() {
-            return Err(format!(
-                "sweep: --values {knob}: an empty value in {list:?}: expected comma-separated values, each {accepted}"
-            ));
-        }
-        let (num, unit) = split_unit(tok);
-        let text =
-            if unit.is_empty() && !num.is_empty() && num.parse::<f64>().is_ok_and(|v| v != 0.0) {
-                match tokens[i + 1..]
-                    .iter()
-                    .map(|t| split_unit(t).1)
-                    .find(|u| !u.is_empty())
-                {
-                    Some(u) => format!("{num}{u}"),
-                    None => tok.to_string(),
-                }
-            } else {
-                tok.to_string()
-            };
+    for (tok, text) in list.split(',').map(str::trim).zip(texts) {
         let body = text.strip_prefix('+').unwrap_or(&text);
         let x = match axis {
-            Axis::Micros => parse_time_ns(body).map(|ns| ns as f64 / 1e3),
-            Axis::NsPerByte => parse_g_ns_per_byte(body),
+            Axis::Micros => units::parse_time_ns(body).map(|ns| ns as f64 / 1e3),
+            Axis::NsPerByte => units::parse_g_ns_per_byte(body),
         };
         let Some(x) = x else {
             return Err(format!(
-                "sweep: --values {knob}: {tok:?} is not accepted: expected {accepted}"
+                "--values {knob}: {tok:?} is not accepted: expected {accepted}"
             ));
         };
         out.push(Value { text, x });
@@ -320,8 +249,18 @@ pub fn parse_values(knob: &str, axis: Axis, list: &str) -> Result<Vec<Value>, St
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: Args,
+    }
+
+    /// The command line as `loggp sweep` reads it, mistakes as one line.
+    fn parse(line: &str) -> Result<Opts, String> {
+        use clap::Parser;
+        let argv = std::iter::once("sweep").chain(line.split_whitespace());
+        let cli = Cli::try_parse_from(argv).map_err(|e| args::one_line(&e, "loggp sweep"))?;
+        Opts::from_args(cli.a)
     }
 
     #[test]
@@ -360,10 +299,9 @@ mod tests {
 
     #[test]
     fn several_knobs_each_with_a_list() {
-        let o = parse(&args(
+        let o = parse(
             "--knob L,o_s --values L=0,5,10us --values o_s=2,1us --repeat 3 -- mpirun -np 2 ./a",
-        ))
-        .unwrap()
+        )
         .unwrap();
         assert_eq!(o.knobs.len(), 2);
         assert_eq!(o.knobs[0].var, "LOGGP_L");
@@ -378,13 +316,9 @@ mod tests {
 
     #[test]
     fn shared_list_and_knob_from_values() {
-        let o = parse(&args("--knob o_s,o_r --values 0,1us -- ./a"))
-            .unwrap()
-            .unwrap();
+        let o = parse("--knob o_s,o_r --values 0,1us -- ./a").unwrap();
         assert_eq!(o.knobs[1].values.len(), 2);
-        let o = parse(&args("--values=L=0,1us --stop-on-fail --stat min -- ./a"))
-            .unwrap()
-            .unwrap();
+        let o = parse("--values=L=0,1us --stop-on-fail --stat min -- ./a").unwrap();
         assert_eq!(o.knobs[0].name, "L");
         assert!(!o.keep_going);
         assert_eq!(o.stat, Stat::Min);
@@ -393,22 +327,43 @@ mod tests {
     #[test]
     fn mistakes_are_refused() {
         for (line, needle) in [
-            ("--knob X --values 1us -- ./a", "not a knob"),
+            (
+                "--knob X --values 1us -- ./a",
+                "--knob \"X\" is not accepted: expected L, o_s",
+            ),
             ("--knob L -- ./a", "has no values"),
             ("--knob L --values 1us", "no program"),
             ("--knob L --values 1us --repeat 0 -- ./a", "--repeat"),
-            ("--knob L --values 1us --bogus -- ./a", "unknown option"),
+            (
+                "--knob L --values 1us --bogus -- ./a",
+                "unknown argument \"--bogus\"",
+            ),
             ("--knob L --values o_s=1us -- ./a", "not in --knob"),
-            ("--knob L --values 1us --metric ( -- ./a", "--metric"),
-            ("--knob L --values 1us --timeout 0 -- ./a", "--timeout"),
+            (
+                "--knob L --values 1us --metric ( -- ./a",
+                "--metric \"(\" is not accepted: unclosed group",
+            ),
+            (
+                "--knob L --values 1us --timeout 0 -- ./a",
+                "--timeout \"0\" is not accepted: expected a time above 0",
+            ),
+            (
+                "--knob L --values 1us --timeout 300 -- ./a",
+                "--timeout \"300\" is not accepted",
+            ),
+            ("--knob L,L --values 1us -- ./a", "--knob L is given twice"),
             (
                 "--knob L --values 1us --stat mean -- ./a",
                 "expected median or min",
             ),
         ] {
-            let e = parse(&args(line)).unwrap_err();
+            let e = parse(line).unwrap_err();
             assert!(e.contains(needle), "{line}: {e}");
+            assert!(!e.contains('\n'), "{line}: {e:?}");
         }
-        assert!(parse(&args("--help")).unwrap().is_none());
+        let o = parse("--knob L --values 1us --timeout 1.5s -- ./a").unwrap();
+        assert_eq!(o.timeout, Duration::from_millis(1500));
+        assert_eq!(o.repeat, 5);
+        assert!(o.keep_going);
     }
 }

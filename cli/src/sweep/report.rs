@@ -231,8 +231,7 @@ pub fn write_all(r: &Report, dir: &Path) -> Result<Vec<String>, String> {
     let mut written = Vec::new();
     for (name, body) in files {
         let p = dir.join(name);
-        std::fs::write(&p, body)
-            .map_err(|e| format!("sweep: cannot write {}: {e}", p.display()))?;
+        std::fs::write(&p, body).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         written.push(p.display().to_string());
     }
     Ok(written)

@@ -16,7 +16,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// Five-number summary of one point's repeats.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Summary {
     pub n: usize,
     pub min: f64,

@@ -1,11 +1,11 @@
-//! A hand-written SVG plot: one panel per knob, side by side, of the
+//! The plot of a sweep (on the shared `crate::svg` writer): one panel per knob, side by side, of the
 //! slowdown (%) against the knob's value. Each point shows the median
 //! (or the minimum, with `--stat min`: dot, joined by a line), the interquartile range (box) and the min–max
 //! of the repeats (whisker); the grey band is the baseline's own min–max,
 //! the red dashed line the 10 % threshold, the dotted line the fit.
 
 use super::{Curve, Report, THRESHOLD_PCT};
-use std::fmt::Write as _;
+use crate::svg::{esc, label, ticks, Svg};
 
 const PANEL_W: f64 = 420.0;
 const PANEL_H: f64 = 320.0;
@@ -14,45 +14,7 @@ const RIGHT: f64 = 16.0;
 const TOP: f64 = 48.0;
 const BOTTOM: f64 = 48.0;
 
-/// "Nice" tick positions covering [lo, hi]: steps of 1, 2 or 5 × 10^k.
-pub fn ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
-    let span = (hi - lo).abs().max(1e-12);
-    let raw = span / want.max(1) as f64;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
-    let first = (lo / step).ceil() * step;
-    let mut out = Vec::new();
-    let mut k = 0.0;
-    while first + k * step <= hi + step * 1e-9 {
-        let v = first + k * step;
-        out.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
-        k += 1.0;
-    }
-    out
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-fn label(v: f64) -> String {
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" {
-        "0".into()
-    } else {
-        s.to_string()
-    }
-}
-
-fn panel(s: &mut String, r: &Report, c: &Curve, x0: f64) {
+fn panel(doc: &mut Svg, r: &Report, c: &Curve, x0: f64) {
     let unit = c.knob.axis.unit();
     let xmax = c
         .points
@@ -85,7 +47,7 @@ fn panel(s: &mut String, r: &Report, c: &Curve, x0: f64) {
     let sy = |y: f64| TOP + (ymax - y) / (ymax - ymin) * ph;
     let clip = |y: f64| y.clamp(lim_lo, lim_hi);
 
-    let _ = writeln!(s, "<g>");
+    doc.raw("<g>");
     // title: knob and fit
     let base = r.baseline.time.map(|t| r.stat.of(&t));
     let fit_text = match (c.fit, base) {
@@ -100,94 +62,84 @@ fn panel(s: &mut String, r: &Report, c: &Curve, x0: f64) {
         ),
         _ => "no fit".into(),
     };
-    let _ = writeln!(
-        s,
+    doc.raw(&format!(
         r##"<text x="{:.1}" y="20" font-size="15" font-weight="bold">{}</text><text x="{:.1}" y="37" font-size="12" fill="#444">{}</text>"##,
         x0 + LEFT,
         esc(&format!("{} ({})", c.knob.name, c.knob.var)),
         x0 + LEFT,
         esc(&fit_text)
-    );
+    ));
     // grid and axes
     for t in ticks(ymin, ymax, 6) {
         let y = sy(t);
-        let _ = writeln!(
-            s,
+        doc.raw(&format!(
             r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e4e4e4"/><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
             sx(xlo),
             sx(xhi),
             sx(xlo) - 6.0,
             y + 4.0,
             label(t)
-        );
+        ));
     }
     for t in ticks(0.0, xmax, 5) {
         let x = sx(t);
-        let _ = writeln!(
-            s,
+        doc.raw(&format!(
             r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#e4e4e4"/><text x="{x:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"##,
             TOP,
             TOP + ph,
             TOP + ph + 16.0,
             label(t)
-        );
+        ));
     }
-    let _ = writeln!(
-        s,
+    doc.raw(&format!(
         r##"<rect x="{:.1}" y="{TOP:.1}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="#888"/>"##,
         sx(xlo)
-    );
-    let _ = writeln!(
-        s,
+    ));
+    doc.raw(&format!(
         r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{} ({unit})</text>"#,
         sx(xmax / 2.0),
         TOP + ph + 36.0,
         esc(&c.knob.name)
-    );
-    let _ = writeln!(
-        s,
+    ));
+    doc.raw(&format!(
         r#"<text transform="translate({:.1},{:.1}) rotate(-90)" font-size="12" text-anchor="middle">slowdown (%)</text>"#,
         x0 + 16.0,
         TOP + ph / 2.0
-    );
+    ));
     // baseline band, zero line, threshold
     if let Some(d) = r.baseline.slowdown {
-        let _ = writeln!(
-            s,
+        doc.raw(&format!(
             r##"<rect x="{:.1}" y="{:.1}" width="{pw:.1}" height="{:.1}" fill="#bbb" fill-opacity="0.35"><title>baseline min–max</title></rect>"##,
             sx(xlo),
             sy(clip(d.max)),
             (sy(clip(d.min)) - sy(clip(d.max))).max(0.5)
-        );
+        ));
     }
-    let _ = writeln!(
-        s,
+    doc.raw(&format!(
         r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#666"/>"##,
         sx(xlo),
         sx(xhi),
         y = sy(0.0)
-    );
-    let _ = writeln!(
-        s,
+    ));
+    doc.raw(&format!(
         r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#c33" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#c33" text-anchor="end">+{THRESHOLD_PCT} %</text>"##,
         sx(xlo),
         sx(xhi),
         sx(xhi) - 3.0,
         sy(THRESHOLD_PCT) - 3.0,
         y = sy(THRESHOLD_PCT)
-    );
+    ));
     // fit line, in slowdown %: 100 (a + b x) / t0 - 100
     if let (Some(f), Some(b)) = (c.fit, base) {
         let y = |x: f64| 100.0 * (f.intercept + f.slope * x) / b - 100.0;
         let (ya, yb) = (y(0.0).clamp(ymin, ymax), y(xmax).clamp(ymin, ymax));
-        let _ = writeln!(
-            s,
+        doc.raw(&format!(
             r##"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#36c" stroke-dasharray="2 3"><title>least-squares fit</title></line>"##,
             sx(0.0),
             sy(ya),
             sx(xmax),
             sy(yb)
-        );
+        ));
     }
     // points: the baseline at x = 0 (grey; joined to the curve only when
     // the knob has no value 0 of its own), then each value
@@ -201,8 +153,7 @@ fn panel(s: &mut String, r: &Report, c: &Curve, x0: f64) {
             path.push(format!("{x:.1},{:.1}", sy(r.stat.of(&d))));
         }
         let (lo, hi) = (clip(d.min), clip(d.max));
-        let _ = writeln!(
-            s,
+        doc.raw(&format!(
             r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#333"/><rect x="{:.1}" y="{:.1}" width="8" height="{:.1}" fill="{}" stroke="#333"/><circle cx="{x:.1}" cy="{:.1}" r="3.2" fill="{}"><title>{}: median {:.2} %, IQR {:.2} – {:.2}, min {:.2}, max {:.2}, n {}</title></circle>"##,
             sy(lo),
             sy(hi),
@@ -219,12 +170,11 @@ fn panel(s: &mut String, r: &Report, c: &Curve, x0: f64) {
             d.min,
             d.max,
             d.n
-        );
+        ));
         for (cut, end, dir) in [(d.max > hi, hi, -1.0), (d.min < lo, lo, 1.0)] {
             if cut {
                 let y = sy(end);
-                let _ = writeln!(
-                    s,
+                doc.raw(&format!(
                     r##"<path d="M{:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" fill="white" stroke="#333"><title>whisker cut: {:.1} %</title></path>"##,
                     x - 4.0,
                     y - dir * 6.0,
@@ -233,31 +183,25 @@ fn panel(s: &mut String, r: &Report, c: &Curve, x0: f64) {
                     x,
                     y - dir * 12.0,
                     if dir < 0.0 { d.max } else { d.min }
-                );
+                ));
             }
         }
     }
     if path.len() > 1 {
-        let _ = writeln!(
-            s,
+        doc.raw(&format!(
             r##"<polyline points="{}" fill="none" stroke="#036" stroke-width="1.5"/>"##,
             path.join(" ")
-        );
+        ));
     }
-    let _ = writeln!(s, "</g>");
+    doc.raw("</g>");
 }
 
 pub fn plot(r: &Report) -> String {
     let n = r.curves.len().max(1) as f64;
     let (w, h) = (PANEL_W * n, PANEL_H + 34.0);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" font-family="sans-serif">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let mut d = Svg::new(w, h);
     for (i, c) in r.curves.iter().enumerate() {
-        panel(&mut s, r, c, i as f64 * PANEL_W);
+        panel(&mut d, r, c, i as f64 * PANEL_W);
     }
     let what = match &r.metric {
         Some(m) => format!("metric /{m}/"),
@@ -275,33 +219,12 @@ pub fn plot(r: &Report) -> String {
         r.repeat
     );
     for (i, line) in [cmd, legend].iter().enumerate() {
-        let _ = writeln!(
-            s,
-            r##"<text x="8" y="{:.1}" font-size="10.5" fill="#444">{}</text>"##,
+        d.text(
+            8.0,
             h - 22.0 + 14.0 * i as f64,
-            esc(line)
+            r##"font-size="10.5" fill="#444""##,
+            line,
         );
     }
-    s.push_str("</svg>\n");
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nice_ticks() {
-        assert_eq!(ticks(0.0, 100.0, 5), [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
-        assert_eq!(ticks(0.0, 1.0, 4), [0.0, 0.5, 1.0]);
-        assert_eq!(ticks(-3.0, 12.0, 6), [0.0, 5.0, 10.0]);
-        assert_eq!(ticks(-12.0, 3.0, 6), [-10.0, -5.0, 0.0]);
-    }
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
-        assert_eq!(label(-0.0001), "0");
-        assert_eq!(label(2.5), "2.5");
-    }
+    d.finish()
 }

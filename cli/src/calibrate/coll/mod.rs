@@ -24,33 +24,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-pub const USAGE: &str = "\
-usage: loggp calibrate --collectives [--mpi openmpi|mpich] [--np 2,4,8]
-                       [--ops barrier,bcast,reduce,allreduce,alltoall]
-                       [--sizes 8,1024,16384] [--knob L=20us,o_s=20us]
-                       [--reps R] [--warmup W] [--rounds N] [--params calibration.json]
-                       [--quick] [--out DIR] [--timeout SECONDS]
-
-  Times each collective as the shim runs it (LOGGP_VT=on, algorithm forced
-  with LOGGP_COLL_<OP>), at zero knobs and with each --knob raised alone,
-  and prints measured vs LogGP-predicted change (and absolute times), per
-  op, size and P. Writes report.md, coll.csv, coll.json, coll.svg and the
-  raw kernel output into --out (default ./loggp-coll).
-
-  --np:     rank counts (Open MPI runs above 2 ranks with --oversubscribe)
-  --sizes:  bytes per message (per pair for Alltoall), multiples of 8;
-            K/KiB and M/MiB suffixes are 1024-based
-  --knob:   knob=value pairs, each run alone: L, o_s, o_r (added times),
-            g_s, g_r (floor times), G (floor: a bandwidth or time per byte)
-  --params: LogGP parameters from an earlier calibration.json (its
-            baseline median) or coll.json; otherwise measured first by
-            PRTT through the shim at zero knobs (LOGGP_VT=on)
-  --rounds: runs of each setting, interleaved, where P fits the cores; per
-            cell the smallest median is kept (noise only adds time)
-  defaults: --np 2,4,8 --sizes 8,1024,16384 --reps 40 --warmup 5 --rounds 3
-  --quick:  --sizes 8,1024 --reps 15 --warmup 3 --rounds 1, quick PRTT
-  Only one MPI job runs at a time: each run takes /tmp/loggp-mpi.lock.";
-
 /// One knob raised alone.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KnobSetting {
@@ -89,43 +62,8 @@ pub struct Opts {
     pub args: Vec<String>,
 }
 
-fn bad(flag: &str, v: &str, accepted: &str) -> String {
-    format!("{flag} {v:?} is not accepted: expected {accepted}")
-}
-
-fn list<T>(
-    flag: &str,
-    v: &str,
-    accepted: &str,
-    f: impl Fn(&str) -> Option<T>,
-) -> Result<Vec<T>, String> {
-    let items: Vec<&str> = v
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    if items.is_empty() {
-        return Err(bad(flag, v, accepted));
-    }
-    items
-        .iter()
-        .map(|s| f(s).ok_or_else(|| bad(flag, s, accepted)))
-        .collect()
-}
-
-/// `1024`, `1K`, `1KiB`, `2M`, `2MiB` → bytes.
-fn parse_size(s: &str) -> Option<u64> {
-    let (num, mul) = if let Some(n) = s.strip_suffix("KiB").or_else(|| s.strip_suffix('K')) {
-        (n, 1024)
-    } else if let Some(n) = s.strip_suffix("MiB").or_else(|| s.strip_suffix('M')) {
-        (n, 1 << 20)
-    } else {
-        (s, 1)
-    };
-    num.parse::<u64>().ok()?.checked_mul(mul)
-}
-
-fn parse_knob(s: &str) -> Option<KnobSetting> {
+/// `L=20us`, `G=1GB/s`: a knob raised above zero.
+pub fn parse_knob(s: &str) -> Option<KnobSetting> {
     let (k, v) = s.split_once('=')?;
     let param = Param::parse(k.trim())?;
     let text = v.trim().to_string();
@@ -142,140 +80,68 @@ fn parse_knob(s: &str) -> Option<KnobSetting> {
 }
 
 impl Opts {
-    pub fn parse(args: &[String]) -> Result<Opts, String> {
-        let mut o = Opts {
-            mpi: Mpi::OpenMpi,
-            nps: vec![2, 4, 8],
-            ops: Coll::ALL.to_vec(),
-            sizes: Vec::new(),
-            knobs: Vec::new(),
-            reps: 0,
-            warmup: 0,
-            rounds: 0,
-            quick: false,
-            params: None,
-            out: PathBuf::from("loggp-coll"),
-            timeout: Duration::from_secs(300),
-            args: args.to_vec(),
-        };
-        let (mut sizes, mut knobs, mut reps, mut warmup) = (None, None, None, None);
-        let mut rounds = None;
-        let mut i = 0;
-        while i < args.len() {
-            let a = args[i].as_str();
-            if a == "--quick" {
-                o.quick = true;
-                i += 1;
-                continue;
-            }
-            if a == "--collectives" {
-                i += 1;
-                continue;
-            }
-            if a == "-h" || a == "--help" {
-                return Err(USAGE.into());
-            }
-            let (flag, v, used) = match a.split_once('=') {
-                Some((f, v)) if f.starts_with("--") => (f, v.to_string(), 1),
-                _ => (
-                    a,
-                    args.get(i + 1).cloned().ok_or_else(|| {
-                        format!("calibrate --collectives: {a} needs a value\n{USAGE}")
-                    })?,
-                    2,
-                ),
-            };
-            let whole = |v: &str| v.parse::<u32>().ok();
-            match flag {
-                "--mpi" => o.mpi = Mpi::parse(&v)?,
-                "--np" => {
-                    o.nps = list(flag, &v, "rank counts of at least 2, such as 2,4,8", |s| {
-                        whole(s).filter(|&n| (2..=256).contains(&n))
-                    })?
-                }
-                "--ops" => {
-                    o.ops = list(
-                        flag,
-                        &v,
-                        "barrier, bcast, reduce, allreduce, alltoall (comma-separated)",
-                        Coll::parse,
-                    )?
-                }
-                "--sizes" => {
-                    sizes = Some(list(
-                        flag,
-                        &v,
-                        "bytes per message, multiples of 8 from 8 to 1MiB, such as 8,1024,16KiB",
-                        |s| parse_size(s).filter(|&b| b >= 8 && b % 8 == 0 && b <= 1 << 20),
-                    )?)
-                }
-                "--knob" | "--knobs" => {
-                    knobs = Some(list(
-                        flag,
-                        &v,
-                        "knob=value pairs such as L=20us,o_s=20us (L, o_s, o_r, g_s, g_r: a time above 0; G: a bandwidth such as 1GB/s)",
-                        parse_knob,
-                    )?)
-                }
-                "--reps" => {
-                    reps = Some(
-                        whole(&v)
-                            .filter(|&n| (3..=100_000).contains(&n))
-                            .ok_or_else(|| bad(flag, &v, "a whole number from 3"))?,
-                    )
-                }
-                "--warmup" => {
-                    warmup = Some(
-                        whole(&v)
-                            .filter(|&n| n <= 100_000)
-                            .ok_or_else(|| bad(flag, &v, "a whole number"))?,
-                    )
-                }
-                "--rounds" => {
-                    rounds = Some(
-                        whole(&v)
-                            .filter(|&n| (1..=20).contains(&n))
-                            .ok_or_else(|| bad(flag, &v, "a whole number from 1 to 20"))?,
-                    )
-                }
-                "--params" => o.params = Some(PathBuf::from(v)),
-                "--out" => o.out = PathBuf::from(v),
-                "--timeout" => {
-                    o.timeout = Duration::from_secs(u64::from(
-                        whole(&v)
-                            .filter(|&n| n > 0)
-                            .ok_or_else(|| bad(flag, &v, "whole seconds above 0"))?,
-                    ))
-                }
-                _ => {
+    /// The options of `loggp calibrate --collectives`; `raw` is the command
+    /// line as given, for the report's reproduction line.
+    pub fn from_args(a: &super::Args, raw: Vec<String>) -> Result<Opts, String> {
+        let quick = a.quick;
+        let mut knobs = Vec::new();
+        for k in &a.knob {
+            match k {
+                super::KnobArg::Set(s) => knobs.push(s.clone()),
+                other => {
+                    let name = match other {
+                        super::KnobArg::All => "all",
+                        super::KnobArg::None => "none",
+                        super::KnobArg::Name(k) => k.name,
+                        super::KnobArg::Set(_) => unreachable!(),
+                    };
                     return Err(format!(
-                        "calibrate --collectives: unknown argument {a:?}\n{USAGE}"
-                    ))
+                        "--knob \"{name}\" is not accepted: expected knob=value pairs such as L=20us,o_s=20us with --collectives"
+                    ));
                 }
             }
-            i += used;
         }
-        o.sizes = sizes.unwrap_or_else(|| {
-            if o.quick {
-                vec![8, 1024]
-            } else {
-                vec![8, 1024, 16384]
-            }
-        });
-        o.knobs = match knobs {
-            Some(k) => k,
-            None => ["L=20us", "o_s=20us"]
+        if knobs.is_empty() {
+            knobs = ["L=20us", "o_s=20us"]
                 .iter()
                 .filter_map(|s| parse_knob(s))
-                .collect(),
+                .collect();
+        }
+        let mut nps = if a.np.is_empty() {
+            vec![2, 4, 8]
+        } else {
+            a.np.clone()
         };
-        o.reps = reps.unwrap_or(if o.quick { 15 } else { 40 });
-        o.warmup = warmup.unwrap_or(if o.quick { 3 } else { 5 });
-        o.rounds = rounds.unwrap_or(if o.quick { 1 } else { 3 });
-        o.nps.dedup();
-        o.ops.sort();
-        o.ops.dedup();
-        Ok(o)
+        nps.dedup();
+        let mut ops = if a.ops.is_empty() {
+            Coll::ALL.to_vec()
+        } else {
+            a.ops.clone()
+        };
+        ops.sort();
+        ops.dedup();
+        let sizes = if !a.sizes.is_empty() {
+            a.sizes.clone()
+        } else if quick {
+            vec![8, 1024]
+        } else {
+            vec![8, 1024, 16384]
+        };
+        Ok(Opts {
+            mpi: a.mpi,
+            nps,
+            ops,
+            sizes,
+            knobs,
+            reps: a.reps.unwrap_or(if quick { 15 } else { 40 }),
+            warmup: a.warmup.unwrap_or(if quick { 3 } else { 5 }),
+            rounds: a.rounds.unwrap_or(if quick { 1 } else { 3 }),
+            quick,
+            params: a.params.clone(),
+            out: a.out.clone().unwrap_or_else(|| PathBuf::from("loggp-coll")),
+            timeout: a.timeout,
+            args: raw,
+        })
     }
 }
 
@@ -309,27 +175,25 @@ impl Base {
         Machine { gamma, ..self.m }
     }
 
-    /// Reads the parameters from a `calibration.json` (its `"median"`
-    /// object: the baseline) or a `coll.json` (its `"params"` object).
+    /// Reads the parameters from a `calibration.json` (its baseline's
+    /// `"median"` object) or a `coll.json` (its `"params"` object).
     pub fn from_json(text: &str, source: String) -> Result<Base, String> {
-        let obj = ["\"params\": {", "\"median\": {"]
-            .iter()
-            .find_map(|k| text.find(k).map(|i| &text[i + k.len()..]))
-            .ok_or("neither a \"median\" (calibration.json) nor a \"params\" (coll.json) object")?;
-        let obj = &obj[..obj.find('}').ok_or("unterminated object")?];
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let obj = v
+            .get("params")
+            .or_else(|| v.get("baseline").and_then(|b| b.get("median")))
+            .and_then(serde_json::Value::as_object)
+            .ok_or(
+                "neither a \"baseline\": {\"median\": ...} (calibration.json) nor a \"params\" (coll.json) object",
+            )?;
         let get = |name: &str| -> Result<f64, String> {
-            let key = format!("\"{name}\":");
-            let at = obj
-                .find(&key)
+            let x = obj
+                .get(name)
                 .ok_or_else(|| format!("no {name:?} in the parameters"))?;
-            let rest = obj[at + key.len()..].trim_start();
-            let end = rest.find([',', '}']).unwrap_or(rest.len());
-            rest[..end]
-                .trim()
-                .parse::<f64>()
-                .ok()
+            x.as_f64()
                 .filter(|v| v.is_finite())
-                .ok_or_else(|| format!("{name} is not a number ({:?})", rest[..end].trim()))
+                .ok_or_else(|| format!("{name} is not a number ({x})"))
         };
         Ok(Base::new(
             get("L")?,
@@ -534,8 +398,7 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-pub fn main(args: &[String]) -> Result<ExitCode, String> {
-    let opts = Opts::parse(args)?;
+pub fn main(opts: Opts) -> Result<ExitCode, String> {
     let t0 = Instant::now();
     let exe = collbench_path(opts.mpi)?;
     let shim = launch::shim_path(opts.mpi)?;
@@ -769,8 +632,9 @@ pub fn put(path: &Path, text: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn parse(line: &str) -> Result<Opts, String> {
+        let raw = line.split_whitespace().map(String::from).collect();
+        Opts::from_args(&super::super::parse_args(line)?, raw)
     }
 
     fn timing(median: f64) -> Timing {
@@ -792,7 +656,7 @@ mod tests {
 
     #[test]
     fn defaults_and_choices() {
-        let o = Opts::parse(&args("--collectives")).unwrap();
+        let o = parse("--collectives").unwrap();
         assert_eq!(o.nps, vec![2, 4, 8]);
         assert_eq!(o.ops.len(), 5);
         assert_eq!(o.sizes, vec![8, 1024, 16384]);
@@ -800,9 +664,9 @@ mod tests {
         assert_eq!(o.knobs[0].label(), "L=20us");
         assert_eq!(o.knobs[1].value, 20_000.0);
         assert_eq!((o.reps, o.warmup, o.rounds), (40, 5, 3));
-        let o = Opts::parse(&args(
-            "--quick --np 2 --ops bcast --knob G=1GB/s,o_r=5us --sizes 8,16KiB",
-        ))
+        let o = parse(
+            "--collectives --quick --np 2 --ops bcast --knob G=1GB/s,o_r=5us --sizes 8,16KiB",
+        )
         .unwrap();
         assert_eq!((o.reps, o.rounds), (15, 1));
         assert_eq!(o.sizes, vec![8, 16384]);
@@ -827,9 +691,17 @@ mod tests {
             ("--rounds 0", "--rounds \"0\" is not accepted"),
             ("--bogus 1", "unknown argument \"--bogus\""),
             ("--mpi lam", "--mpi \"lam\" is not accepted"),
+            ("--sizes 16K", "--sizes \"16K\" is not accepted"),
+            ("--timeout 300", "--timeout \"300\" is not accepted"),
+            (
+                "--knob L",
+                "--knob \"L\" is not accepted: expected knob=value",
+            ),
+            ("--values 1us", "--values"),
         ] {
-            let e = Opts::parse(&args(a)).unwrap_err();
+            let e = parse(&format!("--collectives {a}")).unwrap_err();
             assert!(e.contains(want), "{a}: {e}");
+            assert!(!e.contains('\n'), "{a}: {e:?}");
         }
     }
 
@@ -842,8 +714,17 @@ mod tests {
         let b = Base::from_json(coll, "x".into()).unwrap();
         assert_eq!((b.m.o_s, b.m.big_g), (2.0, 0.5));
         assert!(Base::from_json("{}", "x".into()).is_err());
-        let e = Base::from_json(r#"{"median": {"L": null}}"#, "x".into()).unwrap_err();
+        let e =
+            Base::from_json(r#"{"baseline": {"median": {"L": null}}}"#, "x".into()).unwrap_err();
         assert!(e.contains("L is not a number"), "{e}");
+        let e = Base::from_json(r#"{"params": {"L": 1}}"#, "x".into()).unwrap_err();
+        assert!(e.contains("no \"o_s\""), "{e}");
+        // a "median" elsewhere (a coll.json row's timing) is not the baseline
+        let e = Base::from_json(r#"{"rows": [{"zero": {"median": 5}}]}"#, "x".into()).unwrap_err();
+        assert!(e.contains("neither"), "{e}");
+        assert!(Base::from_json("{\"params\": {", "x".into())
+            .unwrap_err()
+            .contains("not JSON"));
     }
 
     #[test]

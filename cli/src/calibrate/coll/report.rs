@@ -1,8 +1,11 @@
 //! The collective check's outputs: Markdown (also printed), CSV, JSON, an
 //! SVG of measured vs predicted change, and the raw kernel output.
 
-use super::super::report::{jnum, jstr, table, xml};
+use super::super::report::table;
 use super::{put, Check, Row};
+use crate::csv;
+use crate::svg::{label, ticks, Svg};
+use serde::Serialize;
 use std::fmt::Write as _;
 
 fn us(v: f64) -> String {
@@ -218,104 +221,162 @@ fn csv(c: &Check) -> String {
         let (a, b) = (&r.base, &r.raised);
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             c.opts.mpi.name(),
             r.p,
             r.op.name(),
             r.op.alg(),
             r.size,
             r.knob.param.name(),
-            r.knob.text,
-            a.median,
-            a.sigma,
-            a.p10,
-            a.p90,
+            csv::field(&r.knob.text),
+            csv::num(a.median),
+            csv::num(a.sigma),
+            csv::num(a.p10),
+            csv::num(a.p90),
             a.n,
             a.late,
-            b.median,
-            b.sigma,
-            b.p10,
-            b.p90,
+            csv::num(b.median),
+            csv::num(b.sigma),
+            csv::num(b.p10),
+            csv::num(b.p90),
             b.n,
             b.late,
-            r.gamma,
-            r.pred_base,
-            r.pred_raised,
-            r.meas_delta,
-            r.delta_se,
-            r.pred_delta,
-            r.closed_delta.map_or(String::new(), |d| format!("{d}")),
-            r.pct.map_or(String::new(), |p| format!("{p}")),
+            csv::num(r.gamma),
+            csv::num(r.pred_base),
+            csv::num(r.pred_raised),
+            csv::num(r.meas_delta),
+            csv::num(r.delta_se),
+            csv::num(r.pred_delta),
+            csv::opt(r.closed_delta),
+            csv::opt(r.pct),
             r.applies,
-            r.notes.join("; ").replace('"', "'")
+            csv::field(&r.notes.join("; "))
         );
     }
     s
 }
 
+#[derive(Serialize)]
+struct JsonCheck<'a> {
+    mpi: &'a str,
+    library: &'a str,
+    cores: usize,
+    reps: u32,
+    warmup: u32,
+    seconds: f64,
+    command: String,
+    params: JsonParams<'a>,
+    rows: Vec<JsonRow<'a>>,
+}
+
+/// Read back by `calibrate --collectives --params`.
+#[derive(Serialize)]
+struct JsonParams<'a> {
+    #[serde(rename = "L")]
+    l: f64,
+    o_s: f64,
+    o_r: f64,
+    g_s: f64,
+    g_r: f64,
+    #[serde(rename = "G")]
+    big_g: f64,
+    source: &'a str,
+}
+
+#[derive(Serialize)]
+struct JsonTiming {
+    median: f64,
+    sigma: f64,
+    p10: f64,
+    p90: f64,
+    n: usize,
+    late: usize,
+    mostly_late: bool,
+}
+
+impl From<&super::Timing> for JsonTiming {
+    fn from(x: &super::Timing) -> Self {
+        JsonTiming {
+            median: x.median,
+            sigma: x.sigma,
+            p10: x.p10,
+            p90: x.p90,
+            n: x.n,
+            late: x.late,
+            mostly_late: x.mostly_late,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    p: u32,
+    op: &'a str,
+    algorithm: &'a str,
+    bytes: u64,
+    knob: &'a str,
+    knob_value: &'a str,
+    knob_value_ns: f64,
+    zero: JsonTiming,
+    raised: JsonTiming,
+    gamma_ns_per_byte: f64,
+    pred_zero_ns: f64,
+    pred_raised_ns: f64,
+    delta_meas_ns: f64,
+    delta_se_ns: f64,
+    delta_pred_ns: f64,
+    delta_closed_form_ns: Option<f64>,
+    pct_diff: Option<f64>,
+    model_applies: bool,
+    notes: &'a [String],
+}
+
 fn json(c: &Check) -> String {
     let b = &c.base;
-    let mut s = String::from("{\n");
-    let _ = writeln!(
-        s,
-        "  \"mpi\": {}, \"library\": {}, \"cores\": {}, \"reps\": {}, \"warmup\": {}, \"seconds\": {}, \"command\": {},",
-        jstr(c.opts.mpi.name()),
-        jstr(&c.library),
-        c.cores,
-        c.opts.reps,
-        c.opts.warmup,
-        jnum(c.seconds),
-        jstr(&command(c))
-    );
-    let _ = writeln!(
-        s,
-        "  \"params\": {{\"L\": {}, \"o_s\": {}, \"o_r\": {}, \"g_s\": {}, \"g_r\": {}, \"G\": {}, \"source\": {}}},",
-        jnum(b.m.l),
-        jnum(b.m.o_s),
-        jnum(b.m.o_r),
-        jnum(b.m.g_s),
-        jnum(b.m.g_r),
-        jnum(b.m.big_g),
-        jstr(&b.source)
-    );
-    s.push_str("  \"rows\": [\n");
-    let rows: Vec<String> = c
-        .rows
-        .iter()
-        .map(|r| {
-            let t = |x: &super::Timing| {
-                format!(
-                    "{{\"median\": {}, \"sigma\": {}, \"p10\": {}, \"p90\": {}, \"n\": {}, \"late\": {}, \"mostly_late\": {}}}",
-                    jnum(x.median), jnum(x.sigma), jnum(x.p10), jnum(x.p90), x.n, x.late, x.mostly_late
-                )
-            };
-            format!(
-                "    {{\"p\": {}, \"op\": {}, \"algorithm\": {}, \"bytes\": {}, \"knob\": {}, \"knob_value\": {}, \"knob_value_ns\": {}, \"zero\": {}, \"raised\": {}, \"gamma_ns_per_byte\": {}, \"pred_zero_ns\": {}, \"pred_raised_ns\": {}, \"delta_meas_ns\": {}, \"delta_se_ns\": {}, \"delta_pred_ns\": {}, \"delta_closed_form_ns\": {}, \"pct_diff\": {}, \"model_applies\": {}, \"notes\": [{}]}}",
-                r.p,
-                jstr(r.op.name()),
-                jstr(r.op.alg()),
-                r.size,
-                jstr(r.knob.param.name()),
-                jstr(&r.knob.text),
-                jnum(r.knob.value),
-                t(&r.base),
-                t(&r.raised),
-                jnum(r.gamma),
-                jnum(r.pred_base),
-                jnum(r.pred_raised),
-                jnum(r.meas_delta),
-                jnum(r.delta_se),
-                jnum(r.pred_delta),
-                r.closed_delta.map_or("null".into(), jnum),
-                r.pct.map_or("null".into(), jnum),
-                r.applies,
-                r.notes.iter().map(|n| jstr(n)).collect::<Vec<_>>().join(", ")
-            )
-        })
-        .collect();
-    s.push_str(&rows.join(",\n"));
-    s.push_str("\n  ]\n}\n");
-    s
+    let file = JsonCheck {
+        mpi: c.opts.mpi.name(),
+        library: &c.library,
+        cores: c.cores,
+        reps: c.opts.reps,
+        warmup: c.opts.warmup,
+        seconds: c.seconds,
+        command: command(c),
+        params: JsonParams {
+            l: b.m.l,
+            o_s: b.m.o_s,
+            o_r: b.m.o_r,
+            g_s: b.m.g_s,
+            g_r: b.m.g_r,
+            big_g: b.m.big_g,
+            source: &b.source,
+        },
+        rows: c
+            .rows
+            .iter()
+            .map(|r| JsonRow {
+                p: r.p,
+                op: r.op.name(),
+                algorithm: r.op.alg(),
+                bytes: r.size,
+                knob: r.knob.param.name(),
+                knob_value: &r.knob.text,
+                knob_value_ns: r.knob.value,
+                zero: JsonTiming::from(&r.base),
+                raised: JsonTiming::from(&r.raised),
+                gamma_ns_per_byte: r.gamma,
+                pred_zero_ns: r.pred_base,
+                pred_raised_ns: r.pred_raised,
+                delta_meas_ns: r.meas_delta,
+                delta_se_ns: r.delta_se,
+                delta_pred_ns: r.pred_delta,
+                delta_closed_form_ns: r.closed_delta,
+                pct_diff: r.pct,
+                model_applies: r.applies,
+                notes: &r.notes,
+            })
+            .collect(),
+    };
+    crate::json::pretty(&file)
 }
 
 /// Measured vs predicted Δ (µs), one point per row, with the ideal line;
@@ -338,79 +399,57 @@ fn svg(c: &Check) -> String {
     let colors = [
         "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
     ];
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"20\" text-anchor=\"middle\">{}: measured vs LogGP-predicted change (µs)</text>",
+    let mut d = Svg::new(w, h);
+    d.text(
         w / 2.0,
-        xml(c.opts.mpi.name())
+        20.0,
+        r#"text-anchor="middle""#,
+        &format!(
+            "{}: measured vs LogGP-predicted change (µs)",
+            c.opts.mpi.name()
+        ),
     );
-    let _ = writeln!(
-        s,
-        "<line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><line x1=\"{m}\" y1=\"{m}\" x2=\"{m}\" y2=\"{}\" stroke=\"black\"/>",
-        h - m,
-        w - m,
-        h - m,
-        h - m
+    d.line((m, h - m), (w - m, h - m), r#"stroke="black""#);
+    d.line((m, m), (m, h - m), r#"stroke="black""#);
+    d.line(
+        (x(lo), y(lo)),
+        (x(hi), y(hi)),
+        r#"stroke="gray" stroke-dasharray="4 3""#,
     );
-    let _ = writeln!(
-        s,
-        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"gray\" stroke-dasharray=\"4 3\"/>",
-        x(lo),
-        y(lo),
-        x(hi),
-        y(hi)
-    );
-    for t in crate::sweep::svg::ticks(lo, hi, 6) {
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{t}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{t}</text>",
-            x(t),
-            h - m + 16.0,
-            m - 6.0,
-            y(t) + 4.0
-        );
+    for t in ticks(lo, hi, 6) {
+        d.text(x(t), h - m + 16.0, r#"text-anchor="middle""#, &label(t));
+        d.text(m - 6.0, y(t) + 4.0, r#"text-anchor="end""#, &label(t));
     }
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">predicted Δ (µs)</text><text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">measured Δ (µs)</text>",
+    d.text(
         w / 2.0,
         h - 18.0,
-        h / 2.0,
-        h / 2.0
+        r#"text-anchor="middle""#,
+        "predicted Δ (µs)",
     );
+    d.vtext(16.0, h / 2.0, "", "measured Δ (µs)");
     for (px, py, k, ok) in &pts {
         let col = colors[k % colors.len()];
         let fill = if *ok { col } else { "none" };
-        let _ = writeln!(
-            s,
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{fill}\" stroke=\"{col}\"/>",
+        d.circle(
             x(*px),
-            y(*py)
+            y(*py),
+            4.0,
+            &format!(r#"fill="{fill}" stroke="{col}""#),
         );
     }
     for (i, k) in c.opts.knobs.iter().enumerate() {
         let col = colors[i % colors.len()];
-        let _ = writeln!(
-            s,
-            "<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{col}\"/><text x=\"{}\" y=\"{}\">{}</text>",
-            m + 12.0,
-            m + 8.0 + 16.0 * i as f64,
-            m + 22.0,
-            m + 12.0 + 16.0 * i as f64,
-            xml(&k.label())
-        );
+        let row = 16.0 * i as f64;
+        d.circle(m + 12.0, m + 8.0 + row, 4.0, &format!(r#"fill="{col}""#));
+        d.text(m + 22.0, m + 12.0 + row, "", &k.label());
     }
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{}\">hollow: model does not apply</text>",
+    d.text(
         m + 12.0,
-        m + 12.0 + 16.0 * c.opts.knobs.len() as f64
+        m + 12.0 + 16.0 * c.opts.knobs.len() as f64,
+        "",
+        "hollow: model does not apply",
     );
-    s.push_str("</svg>\n");
-    s
+    d.finish()
 }
 
 pub fn write_all(c: &Check, text: &str) -> Result<(), String> {

@@ -1,10 +1,13 @@
-//! Running one job: optional exclusive lock, wall time, captured output,
-//! and a timeout that takes the whole process tree down.
+//! Running one job, for every subcommand that starts MPI jobs (`sweep`,
+//! `calibrate`, `calibrate --collectives`): optional exclusive lock, wall
+//! time, captured output, and a timeout that takes the whole process tree
+//! down.
 //!
 //! The job runs in a process group of its own so that a timeout can kill
-//! the launcher and every rank it started. Because the terminal's Ctrl-C
-//! then no longer reaches that group, SIGINT and SIGTERM to `loggp` are
-//! forwarded to it by a small handler.
+//! the launcher and every rank it started (`killpg`, SIGTERM so that the
+//! launcher can stop ranks it placed elsewhere, then SIGKILL to the whole
+//! group). Because the terminal's Ctrl-C then no longer reaches that group,
+//! SIGINT and SIGTERM to `loggp` are forwarded to it by a small handler.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -26,6 +29,8 @@ pub enum End {
     Timeout,
     /// Could not be started at all.
     Spawn(String),
+    /// The program does not exist (not on PATH).
+    Missing(String),
 }
 
 impl End {
@@ -50,6 +55,7 @@ impl End {
                 timeout.as_secs_f64()
             ),
             End::Spawn(e) => format!("could not start: {e}"),
+            End::Missing(p) => format!("could not start: {p} not found"),
         }
     }
 }
@@ -66,44 +72,34 @@ pub struct Outcome {
 /// Process group of the running job, for the signal handler (0: none).
 static JOB_PGID: AtomicI32 = AtomicI32::new(0);
 
-const SIGINT: i32 = 2;
-const SIGKILL: i32 = 9;
-const SIGTERM: i32 = 15;
-
-extern "C" {
-    fn kill(pid: i32, sig: i32) -> i32;
-    fn signal(sig: i32, handler: usize) -> usize;
-    fn raise(sig: i32) -> i32;
-}
-
-/// Async-signal-safe: an atomic load, kill(2), signal(2), raise(3).
-extern "C" fn forward(sig: i32) {
+/// Async-signal-safe: an atomic load, killpg(2), signal(2), raise(3).
+extern "C" fn forward(sig: libc::c_int) {
     let pg = JOB_PGID.load(Ordering::SeqCst);
     // SAFETY: all async-signal-safe calls with plain integers.
     unsafe {
         if pg > 0 {
-            kill(-pg, SIGTERM);
+            libc::killpg(pg, libc::SIGTERM);
         }
-        signal(sig, 0); // SIG_DFL
-        raise(sig);
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
     }
 }
 
 /// Installs the Ctrl-C forwarder (once per process is enough; harmless twice).
 pub fn install_signal_forwarding() {
-    let handler: extern "C" fn(i32) = forward;
+    let handler: extern "C" fn(libc::c_int) = forward;
     // SAFETY: installing a handler that only makes async-signal-safe calls.
     unsafe {
-        signal(SIGINT, handler as usize);
-        signal(SIGTERM, handler as usize);
+        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
     }
 }
 
-fn kill_group(pgid: i32, sig: i32) {
+fn kill_group(pgid: i32, sig: libc::c_int) {
     if pgid > 0 {
         // SAFETY: plain system call on our own child's process group.
         unsafe {
-            kill(-pgid, sig);
+            libc::killpg(pgid, sig);
         }
     }
 }
@@ -130,7 +126,7 @@ pub fn lock(path: &Path) -> Result<File, String> {
         Ok(r) => r,
         Err(_) => {
             eprintln!(
-                "\nloggp sweep: waiting for the lock on {} (another job holds it)",
+                "\nloggp: waiting for the lock on {} (another job holds it)",
                 path.display()
             );
             rx.recv()
@@ -171,12 +167,17 @@ pub fn run(mut cmd: Command, timeout: Duration, lock_path: Option<&Path>) -> Out
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
+            let program = cmd.get_program().to_string_lossy().into_owned();
             return Outcome {
-                end: End::Spawn(format!("{:?}: {e}", cmd.get_program())),
+                end: if e.kind() == std::io::ErrorKind::NotFound {
+                    End::Missing(program)
+                } else {
+                    End::Spawn(format!("{program:?}: {e}"))
+                },
                 wall: 0.0,
                 stdout: String::new(),
                 stderr: String::new(),
-            }
+            };
         }
     };
     let pgid = i32::try_from(child.id()).unwrap_or(0);
@@ -201,12 +202,13 @@ pub fn run(mut cmd: Command, timeout: Duration, lock_path: Option<&Path>) -> Out
             (end, at)
         }
         Err(_) => {
-            // polite first (mpirun then stops its ranks), then for sure
-            kill_group(pgid, SIGTERM);
-            if done_rx.recv_timeout(Duration::from_secs(3)).is_err() {
-                kill_group(pgid, SIGKILL);
-                let _ = done_rx.recv_timeout(Duration::from_secs(5));
-            }
+            // polite first (mpirun then stops ranks it may have placed in
+            // other groups), then the whole group for sure, whether or not
+            // the launcher is gone: its ranks may not be
+            kill_group(pgid, libc::SIGTERM);
+            let _ = done_rx.recv_timeout(Duration::from_secs(3));
+            kill_group(pgid, libc::SIGKILL);
+            let _ = done_rx.recv_timeout(Duration::from_secs(5));
             (End::Timeout, Instant::now())
         }
     };
@@ -217,7 +219,7 @@ pub fn run(mut cmd: Command, timeout: Duration, lock_path: Option<&Path>) -> Out
     let mut stdout = grab(&out_rx);
     let mut stderr = grab(&err_rx);
     if stdout.is_none() || stderr.is_none() {
-        kill_group(pgid, SIGKILL);
+        kill_group(pgid, libc::SIGKILL);
         stdout = stdout.or_else(|| grab(&out_rx));
         stderr = stderr.or_else(|| grab(&err_rx));
     }
@@ -287,13 +289,33 @@ mod tests {
     }
 
     #[test]
+    fn timeout_kills_ranks_that_outlive_the_launcher() {
+        let marker =
+            std::env::temp_dir().join(format!("loggp-job-survivor-{}", std::process::id()));
+        let _ = std::fs::remove_file(&marker);
+        // a "rank" that ignores SIGTERM and no longer holds the output
+        // pipes: only SIGKILL to the whole group stops it
+        let script = format!(
+            "(trap '' TERM; sleep 4; touch {}) >/dev/null 2>&1 & sleep 30",
+            marker.display()
+        );
+        let o = run(sh(&script), Duration::from_millis(300), None);
+        assert_eq!(o.end, End::Timeout);
+        thread::sleep(Duration::from_secs(6));
+        let survived = marker.exists();
+        let _ = std::fs::remove_file(&marker);
+        assert!(!survived, "a process of the job outlived the timeout");
+    }
+
+    #[test]
     fn missing_program_is_reported() {
         let o = run(
             Command::new("/nonexistent/prog"),
             Duration::from_secs(5),
             None,
         );
-        assert!(matches!(o.end, End::Spawn(_)), "{:?}", o.end);
+        assert_eq!(o.end, End::Missing("/nonexistent/prog".into()));
+        assert!(o.end.describe(Duration::ZERO).contains("not found"));
     }
 
     #[test]
