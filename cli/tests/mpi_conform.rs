@@ -6,6 +6,11 @@
 //!   makes them insignificant, in Gather(v), Scatter(v), Allgather(v),
 //!   Alltoall(v,w) and Reduce, blocking, nonblocking and large-count. The
 //!   shim used to ask MPI_Type_size about them and die of MPI_ERR_TYPE.
+//! - The floating-point environment (`fpenv.c`, `fpenv_fortran.f90`): MPI
+//!   calls raise no exception flag and change neither the rounding mode nor
+//!   the traps, also with traps on (`-ffpe-trap=invalid` in effect). The
+//!   shim's start-up used to compute ∞ − ∞ and leave FE_INVALID raised
+//!   (gfortran: "IEEE_INVALID_FLAG" at STOP; with traps, SIGFPE).
 //!
 //! np 2, 3 and 4 (oversubscribed on this machine).
 //!
@@ -72,6 +77,40 @@ fn ignored_arguments(mpi: Mpi) {
     );
 }
 
+fn fp_environment(mpi: Mpi) {
+    for (via, nps) in [(Via::Native, &[2][..]), (Via::Direct, &[2, 3][..])] {
+        for &np in nps {
+            for mode in ["flags", "trap"] {
+                let marker = format!("fpenv: ok np={np} mode={mode}");
+                pass(mpi, "fpenv", np, via, vt(via), &[mode], &marker);
+                let marker = format!("fpenv fortran: ok np={np}");
+                let out = pass(mpi, "fpenv_fortran", np, via, vt(via), &[mode], &marker);
+                assert!(
+                    !out.stderr.contains("IEEE_INVALID_FLAG"),
+                    "{}",
+                    out.describe()
+                );
+            }
+        }
+    }
+    // Under knobs (each spends time in other code of the shim).
+    pass(
+        mpi,
+        "fpenv",
+        3,
+        Via::Direct,
+        &[
+            ("LOGGP_L", "2us"),
+            ("LOGGP_O_S", "1us"),
+            ("LOGGP_O_R", "1us"),
+            ("LOGGP_G_S", "1us"),
+            ("LOGGP_G", "1GB/s"),
+        ],
+        &["trap"],
+        "fpenv: ok np=3 mode=trap",
+    );
+}
+
 #[test]
 fn conform_ignored_arguments_openmpi() {
     ignored_arguments(Mpi::OpenMpi);
@@ -80,4 +119,14 @@ fn conform_ignored_arguments_openmpi() {
 #[test]
 fn conform_ignored_arguments_mpich() {
     ignored_arguments(Mpi::Mpich);
+}
+
+#[test]
+fn conform_fp_environment_openmpi() {
+    fp_environment(Mpi::OpenMpi);
+}
+
+#[test]
+fn conform_fp_environment_mpich() {
+    fp_environment(Mpi::Mpich);
 }
