@@ -11,6 +11,11 @@
 //!   the traps, also with traps on (`-ffpe-trap=invalid` in effect). The
 //!   shim's start-up used to compute ∞ − ∞ and leave FE_INVALID raised
 //!   (gfortran: "IEEE_INVALID_FLAG" at STOP; with traps, SIGFPE).
+//! - Errors inside collectives (`coll_errors.c`): a truncation in a Gather
+//!   reaches the application's error handler, on the application's
+//!   communicator, with class MPI_ERR_TRUNCATE; a fatal one says which
+//!   communicator. The shim used to raise it on its private duplicate
+//!   ("MPI COMMUNICATOR 4 DUP FROM 0").
 //!
 //! np 2, 3 and 4 (oversubscribed on this machine).
 //!
@@ -111,6 +116,55 @@ fn fp_environment(mpi: Mpi) {
     );
 }
 
+fn collective_errors(mpi: Mpi) {
+    for (via, nps) in [(Via::Native, &[3][..]), (Via::Direct, &[2, 3, 4][..])] {
+        for &np in nps {
+            let marker = format!("coll errors: ok np={np}");
+            pass(mpi, "coll_errors", np, via, vt(via), &["handler"], &marker);
+        }
+    }
+    // Fatal: the job stops, and nothing names the shim's duplicate. Open MPI
+    // names the communicator on which the error was raised; the shim says in
+    // one line which call failed on which communicator.
+    for via in [Via::Native, Via::Direct] {
+        let out = Job::new(mpi, "coll_errors")
+            .np(3)
+            .via(via)
+            .vars(vt(via))
+            .args(&["fatal"])
+            .run();
+        let all = format!("{}{}", out.stdout, out.stderr);
+        assert!(
+            !out.success() && !out.timed_out && !all.contains("not stopped"),
+            "the truncation must stop the job\n{}",
+            out.describe()
+        );
+        assert!(
+            !all.contains("DUP FROM") && !all.contains("loggp-shim collective"),
+            "the error names the shim's private communicator\n{}",
+            out.describe()
+        );
+        if mpi == Mpi::OpenMpi {
+            assert!(
+                all.contains("on communicator MPI_COMM_WORLD") && all.contains("MPI_ERR_TRUNCATE"),
+                "{}",
+                out.describe()
+            );
+        }
+        if via == Via::Direct {
+            let lines = out.shim_lines();
+            assert!(
+                lines.len() == 1
+                    && lines[0].starts_with(
+                        "loggp-shim: MPI_Gather on MPI_COMM_WORLD failed at its rank 0:"
+                    ),
+                "expected one line from the shim naming MPI_Gather and MPI_COMM_WORLD\n{}",
+                out.describe()
+            );
+        }
+    }
+}
+
 #[test]
 fn conform_ignored_arguments_openmpi() {
     ignored_arguments(Mpi::OpenMpi);
@@ -129,4 +183,14 @@ fn conform_fp_environment_openmpi() {
 #[test]
 fn conform_fp_environment_mpich() {
     fp_environment(Mpi::Mpich);
+}
+
+#[test]
+fn conform_collective_errors_openmpi() {
+    collective_errors(Mpi::OpenMpi);
+}
+
+#[test]
+fn conform_collective_errors_mpich() {
+    collective_errors(Mpi::Mpich);
 }

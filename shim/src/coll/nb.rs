@@ -6,7 +6,9 @@
 //! PROC_NULL receive would not do: Open MPI hands out one shared request
 //! object for all of those), entered in the engine's request table as
 //! `Pending::Coll`, and completed (MPI_Grequest_complete) when the future
-//! finishes. Its completion returns the future's error code.
+//! finishes. Its completion returns the future's error code, raised on the
+//! application's communicator (its error handler runs), as a native
+//! nonblocking collective's is.
 //!
 //! Progress: MPI only promises that an operation progresses while the
 //! process is inside MPI. So every collective in flight is advanced by
@@ -18,7 +20,7 @@
 //! progress rule requires.
 
 use super::ctx::R;
-use crate::abi::{self, key, Request};
+use crate::abi::{self, key, Comm, Request};
 use crate::engine;
 use crate::real;
 use std::cell::Cell;
@@ -34,6 +36,10 @@ type Fut = Pin<Box<dyn Future<Output = R>>>;
 struct Job {
     /// The application's request.
     req: Request,
+    /// The application's communicator, on which an error is raised, and
+    /// the collective's name.
+    comm: Comm,
+    name: &'static str,
     /// The collective; `None` once finished.
     fut: Option<Fut>,
     /// Its result once finished.
@@ -73,10 +79,10 @@ pub fn running() -> bool {
     RUNNING.load(Ordering::Relaxed) > 0
 }
 
-/// Starts `fut` as the nonblocking collective of request `*req`, and
-/// advances it once (so that its first messages leave in the initiating
-/// call, as a native library's would).
-pub unsafe fn spawn(fut: Fut, req: *mut Request) -> c_int {
+/// Starts `fut` as the nonblocking collective of request `*req` on the
+/// application's `comm`, and advances it once (so that its first messages
+/// leave in the initiating call, as a native library's would).
+pub unsafe fn spawn(fut: Fut, req: *mut Request, comm: Comm, name: &'static str) -> c_int {
     let e = engine::get();
     let rc = engine::start_grequest(req);
     if rc != abi::SUCCESS {
@@ -86,6 +92,8 @@ pub unsafe fn spawn(fut: Fut, req: *mut Request) -> c_int {
     e.track_coll(*req);
     let job = Arc::new(Mutex::new(Job {
         req: *req,
+        comm,
+        name,
         fut: Some(fut),
         rc: None,
         orphan: false,
@@ -165,16 +173,28 @@ pub fn done(k: usize) -> bool {
     find(k).is_none_or(|j| lock(&j).fut.is_none())
 }
 
-/// The result of the finished job of `k`, which is forgotten.
+/// The result of the finished job of `k`, which is forgotten; an error is
+/// raised on the application's communicator first (unless the application
+/// has freed it meanwhile).
 pub fn finish(k: usize) -> c_int {
-    let mut all = jobs();
-    let Some(i) = all.iter().position(|(x, _)| *x == k) else {
+    let Some((rc, comm, name)) = forget(k) else {
         return abi::SUCCESS;
     };
+    if rc != abi::SUCCESS && super::known(comm) {
+        // SAFETY: a communicator of the application, not freed.
+        return unsafe { super::raise(comm, rc, name) };
+    }
+    rc
+}
+
+/// Removes the job of `k`: its result, communicator and name.
+fn forget(k: usize) -> Option<(c_int, Comm, &'static str)> {
+    let mut all = jobs();
+    let i = all.iter().position(|(x, _)| *x == k)?;
     let (_, j) = all.remove(i);
     drop(all);
     let g = lock(&j);
-    g.rc.unwrap_or(abi::SUCCESS)
+    Some((g.rc.unwrap_or(abi::SUCCESS), g.comm, g.name))
 }
 
 /// The application freed the request of `k`: let the job finish on its
@@ -187,7 +207,8 @@ pub fn orphan(k: usize) {
             g.fut.is_none()
         };
         if finished {
-            finish(k);
+            // Nobody to report an error to: the request is gone.
+            forget(k);
         }
     }
 }
