@@ -517,7 +517,8 @@ unsafe fn run(op: Op, name: &str, comm: Comm, f: impl FnOnce(&Ctx, Choice) -> R)
     }
     let c = match ctx(comm, name, op, false) {
         Ok((c, _)) => c,
-        Err(rc) => return Some(raise(comm, rc, name)),
+        // Raised already, by the library's call that failed on `comm`.
+        Err(rc) => return Some(rc),
     };
     Some(match f(&c, ch) {
         Ok(()) => abi::SUCCESS,
@@ -827,7 +828,7 @@ where
     }
     let (mut c, slot) = match ctx(comm, name, op, true) {
         Ok(c) => c,
-        Err(rc) => return Some(raise(comm, rc, name)),
+        Err(rc) => return Some(rc),
     };
     let job = async move {
         c.comm = dup_ready(slot).await?;
@@ -835,7 +836,7 @@ where
     };
     // An error of the job is raised on `comm` when the application
     // completes the request (`nb::finish`).
-    Some(raise(comm, nb::spawn(Box::pin(job), req, comm, name), name))
+    Some(nb::spawn(Box::pin(job), req, comm, name))
 }
 
 mpi_fn!(MPI_Ibarrier / PMPI_Ibarrier (comm: Comm, req: *mut abi::Request) {
