@@ -1,4 +1,4 @@
-/* shim_bench: micro-benchmark of the shim's own cost and accuracy (issue 2).
+/* shim_bench: micro-benchmark of the shim's own cost and accuracy.
  * Two ranks. Prints one line of key=value medians (microseconds):
  *   half_rtt_8   8-byte ping-pong, half round trip (median of 4000)
  *   o_s          time inside MPI_Send of 8 B (median of 2000)

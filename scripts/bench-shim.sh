@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the shim itself (issue 2), np=2, both MPIs unless one is named:
+# Benchmark of the shim itself, np=2, both MPIs unless one is named:
 #   scripts/bench-shim.sh [openmpi|mpich]
 # Prints, per MPI: native vs shim at zero (pass-through) vs shim with virtual
 # time on and every knob zero; then requested vs realised L, o_s, o_r at

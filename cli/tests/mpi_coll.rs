@@ -1,4 +1,4 @@
-//! Collectives under perturbation (issue 4, "Tests"): real `mpirun` jobs of
+//! Collectives under perturbation: real `mpirun` jobs of
 //! `tests/progs/coll.c`, `coll_inter.c` and `coll_fortran.f90` for Open MPI
 //! and MPICH, with the real shim.
 //!

@@ -1,4 +1,4 @@
-//! Bad input, wrong MPI, logging and reports (issue 2, "Tests", item 5),
+//! Bad input, wrong MPI, logging and reports,
 //! with real `mpirun` jobs of `tests/progs/hello.c` for Open MPI and MPICH.
 //!
 //! - A bad `LOGGP_*` value stops the job at MPI_Init with exactly one line
@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-/// The bad settings of issue 2, and a few more.
+/// Bad settings of every kind.
 const BAD: &[(&str, &str)] = &[
     ("LOGGP_L", "-5us"),
     ("LOGGP_G_S", "+20us"),

@@ -1,4 +1,4 @@
-//! Fortran programs see the knobs (issue 2, "Tests", item 4): ping-pongs
+//! Fortran programs see the knobs: ping-pongs
 //! through `include 'mpif.h'`, `use mpi` and `use mpi_f08`
 //! (`tests/progs/pp_*.f90`), compiled with `mpifort.openmpi` and
 //! `mpifort.mpich`, check their data natively, with the shim at zero and with

@@ -1,4 +1,4 @@
-//! Data integrity and MPI semantics under the shim (issue 2, "Tests", first
+//! Data integrity and MPI semantics under the shim ("Tests", first
 //! item): real `mpirun` jobs of `tests/progs/{integrity,semantics,threads}.c`
 //! for Open MPI and MPICH, at np = 2 and 3, natively and with the shim at
 //! zero, with `LOGGP_VT=on`, and with every knob set at once (small values;
@@ -12,7 +12,7 @@ mod common;
 
 use common::{Job, Mpi, Via};
 
-/// Every knob at once, small values (issue 2).
+/// Every knob at once, small values.
 const ALL_KNOBS: &[(&str, &str)] = &[
     ("LOGGP_L", "2us"),
     ("LOGGP_O_S", "1us"),

@@ -1,4 +1,4 @@
-//! Each knob has its effect (issue 2, "Tests", items 2 and 3): real `mpirun`
+//! Each knob has its effect: real `mpirun`
 //! jobs of `tests/progs/timing.c`, `overlap.c` and `paths.c` at np = 2 for
 //! Open MPI and MPICH, compared with a native run of the same program where
 //! the bound is relative. A few hundred repetitions at most.

@@ -1,4 +1,4 @@
-//! Least-squares line fits and protocol-change detection (issue 3).
+//! Least-squares line fits and protocol-change detection.
 //!
 //! Hoefler, Lichei and Rehm, "Low-Overhead LogGP Parameter Assessment for
 //! Modern Interconnection Networks", IPDPS 2007, §3.3 fit

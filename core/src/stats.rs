@@ -1,4 +1,4 @@
-//! Robust statistics for the calibration report (issue 3).
+//! Robust statistics for the calibration report.
 //!
 //! A micro-benchmark on a shared, noisy machine produces mostly tight
 //! repetitions and a few wild ones (a context switch, a timer interrupt).

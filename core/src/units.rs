@@ -38,12 +38,28 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
     v.is_finite().then_some((v, unit.trim()))
 }
 
-/// Rounds a non-negative number of nanoseconds to an integer. Rust's
-/// float-to-int `as` saturates (negative and NaN give 0, huge values
-/// u64::MAX), which is the behaviour wanted for times.
+/// Rounds a non-negative number of nanoseconds to an integer, saturating:
+/// negative and NaN give 0, values past `u64::MAX` give `u64::MAX`.
+///
+/// Without raising a floating-point exception: the shim runs this inside the
+/// application's threads, whose FP flags it must leave alone. Rust's `as`
+/// saturates too, but on x86-64 it converts through `cvttsd2si`, which raises
+/// FE_INVALID for NaN, ±∞ and anything from 2^63 up; so only values below 2^63
+/// reach it here.
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 pub fn round_ns(x: f64) -> u64 {
-    x.round() as u64
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    let r = x.round();
+    // Comparisons are quiet (ucomisd, no flag even for NaN).
+    if r.is_nan() || r <= 0.0 {
+        0
+    } else if r < TWO_63 {
+        r as u64
+    } else if r < 2.0 * TWO_63 {
+        (r - TWO_63) as u64 | 1 << 63
+    } else {
+        u64::MAX
+    }
 }
 
 /// Parses a non-negative duration and returns nanoseconds (rounded to the
@@ -199,6 +215,25 @@ pub fn fmt_g(ns_per_byte: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_ns_saturates() {
+        assert_eq!(round_ns(0.4), 0);
+        assert_eq!(round_ns(2.5), 3);
+        assert_eq!(round_ns(-7.0), 0);
+        assert_eq!(round_ns(f64::NAN), 0);
+        assert_eq!(round_ns(f64::NEG_INFINITY), 0);
+        assert_eq!(round_ns(f64::INFINITY), u64::MAX);
+        assert_eq!(round_ns(1e30), u64::MAX);
+        assert_eq!(round_ns(9.2e18), 9_200_000_000_000_000_000);
+        assert_eq!(round_ns(1e19), 10_000_000_000_000_000_000);
+        assert_eq!(
+            round_ns(18_446_744_073_709_549_568.0),
+            18_446_744_073_709_549_568
+        );
+        assert_eq!(round_ns(1e6), 1_000_000);
+        assert_eq!(round_ns(4.5e15), 4_500_000_000_000_000);
+    }
 
     #[test]
     fn times() {

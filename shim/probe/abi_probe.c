@@ -64,6 +64,8 @@ int main(void) {
   I("THREAD_MULTIPLE", MPI_THREAD_MULTIPLE);
   I("MAX_PROCESSOR_NAME", MPI_MAX_PROCESSOR_NAME);
   I("MAX_LIBRARY_VERSION_STRING", MPI_MAX_LIBRARY_VERSION_STRING);
+  I("MAX_OBJECT_NAME", MPI_MAX_OBJECT_NAME);
+  I("MAX_ERROR_STRING", MPI_MAX_ERROR_STRING);
   I("COMBINER_NAMED", MPI_COMBINER_NAMED);
   I("COMM_TYPE_SHARED", MPI_COMM_TYPE_SHARED);
   I("CART", MPI_CART);
@@ -83,6 +85,7 @@ int main(void) {
   H("OP_MAX", MPI_MAX, ompi_mpi_op_max);
   H("OP_MIN", MPI_MIN, ompi_mpi_op_min);
   H("ERRORS_RETURN", MPI_ERRORS_RETURN, ompi_mpi_errors_return);
+  H("ERRORS_ARE_FATAL", MPI_ERRORS_ARE_FATAL, ompi_mpi_errors_are_fatal);
   H("INFO_NULL", MPI_INFO_NULL, ompi_mpi_info_null);
   return failed;
 }

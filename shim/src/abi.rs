@@ -218,6 +218,7 @@ pub struct Consts {
     pub op_max: Op,
     pub op_min: Op,
     pub info_null: Handle,
+    pub errors_return: Errhandler,
 }
 
 // SAFETY: handles are plain values shared by every thread of the process.
@@ -240,6 +241,7 @@ impl Consts {
             op_max: OP_MAX.get()?,
             op_min: OP_MIN.get()?,
             info_null: INFO_NULL.get()?,
+            errors_return: ERRORS_RETURN.get()?,
         })
     }
 }

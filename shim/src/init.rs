@@ -356,7 +356,17 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
             PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
         }
     }
-    let mut own_r = (best[1][1] - best[1][0]).max(0.0);
+    // Each side was timed on one rank only; elsewhere both minima are still
+    // infinite, and ∞ − ∞ would raise FE_INVALID in the application's
+    // floating-point state.
+    let own = |b: [f64; 2]| {
+        if b[0].is_finite() && b[1].is_finite() {
+            (b[1] - b[0]).max(0.0)
+        } else {
+            0.0
+        }
+    };
+    let mut own_r = own(best[1]);
     if rank == 1 {
         PMPI_Send((&own_r as *const f64).cast(), 1, c.double, 0, 11, comm);
     } else if rank == 0 {
@@ -372,7 +382,7 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
     }
     let mut out = [0f64; SIZES.len() + 2];
     out[..SIZES.len()].copy_from_slice(&result);
-    out[SIZES.len()] = (best[0][1] - best[0][0]).max(0.0);
+    out[SIZES.len()] = own(best[0]);
     out[SIZES.len() + 1] = own_r;
     let n = c_int::try_from(out.len()).unwrap_or(0);
     PMPI_Bcast(out.as_mut_ptr().cast(), n, c.double, 0, comm);

@@ -7,7 +7,7 @@
 //! never re-enters its exported symbols.
 #![allow(non_snake_case, dead_code, clippy::too_many_arguments)]
 
-use crate::abi::{Aint, Comm, Count, Datatype, Handle, Message, Op, Request, Status};
+use crate::abi::{Aint, Comm, Count, Datatype, Errhandler, Handle, Message, Op, Request, Status};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -65,6 +65,12 @@ reals! {
     fn PMPI_Comm_free(comm: *mut Comm);
     fn PMPI_Comm_split_type(comm: Comm, split_type: c_int, key: c_int, info: Handle, new: *mut Comm);
     fn PMPI_Comm_call_errhandler(comm: Comm, code: c_int);
+    fn PMPI_Comm_set_errhandler(comm: Comm, eh: Errhandler);
+    fn PMPI_Comm_get_errhandler(comm: Comm, eh: *mut Errhandler);
+    fn PMPI_Errhandler_free(eh: *mut Errhandler);
+    fn PMPI_Error_string(code: c_int, s: *mut c_char, len: *mut c_int);
+    fn PMPI_Comm_get_name(comm: Comm, name: *mut c_char, len: *mut c_int);
+    fn PMPI_Comm_set_name(comm: Comm, name: *const c_char);
     fn PMPI_Error_class(code: c_int, class: *mut c_int);
     fn PMPI_Allreduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Datatype, op: Op, comm: Comm);
     fn PMPI_Bcast(buf: *mut c_void, count: c_int, dt: Datatype, root: c_int, comm: Comm);

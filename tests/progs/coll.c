@@ -1,4 +1,4 @@
-/* Collectives under the shim (issue 4): every intercepted collective against
+/* Collectives under the shim: every intercepted collective against
  * a reference computed locally in this program from the known inputs of
  * every rank (no MPI involved), bit-identical for integer types, MAX/MIN and
  * a user-defined non-commutative op; plus count 0, odd counts, large counts,

@@ -1,5 +1,5 @@
 /* Nonblocking collectives in flight together, and MPI's progress rule
- * (issue 4). Complements coll_nb.c, which checks each nonblocking
+ *. Complements coll_nb.c, which checks each nonblocking
  * collective's result on its own.
  *
  *   icoll check           all checks (np >= 4 for the progress checks);

@@ -2,7 +2,7 @@
 //! knob, the machine emulated by the shim over a sweep of requested values,
 //! and prints León et al.'s Tables 1–6 for it: requested, realised, percent
 //! error, and every other parameter with avg/std rows, plus a summary
-//! against León's published average errors (DESIGN.md §3, issue 3).
+//! against León's published average errors (DESIGN.md §3).
 //!
 //! The measurement is `calibrate/prtt.c` (Hoefler's PRTT method); the
 //! statistics are `loggp_core::stats` and `loggp_core::fit`; this module

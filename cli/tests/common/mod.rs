@@ -191,6 +191,9 @@ pub fn prog(mpi: Mpi, name: &str) -> PathBuf {
         if fortran {
             fs::create_dir_all(&moddir).expect("create module directory");
             cmd.arg("-J").arg(&moddir);
+        } else {
+            // After the source: <fenv.h>'s functions live in libm.
+            cmd.arg("-lm");
         }
         let out = cmd
             .output()

@@ -382,10 +382,10 @@ pub struct Bufs {
 pub async unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
     let (p, r) = (c.p(), c.r());
     let is_root = r == root;
-    let (st, rt) = (
-        Ty::of(b.sdt),
-        if is_root { Some(Ty::of(b.rdt)) } else { None },
-    );
+    // MPI ignores the receive arguments at the non-roots, and the send
+    // count and type at a root that gathers in place: they may be -1 and
+    // MPI_DATATYPE_NULL, so only the significant side is looked at.
+    let rt = is_root.then(|| Ty::of(b.rdt));
     let own_in_place = is_root && in_place(b.sbuf);
     if is_root && !own_in_place {
         let rt = rt.expect("root");
@@ -400,7 +400,7 @@ pub async unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
     }
     let nb = match rt {
         Some(rt) => rt.bytes(b.rcount),
-        None => st.bytes(b.scount),
+        None => Ty::of(b.sdt).bytes(b.scount),
     };
     if p < 2 || nb == 0 {
         return Ok(());
@@ -462,8 +462,9 @@ pub async unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
 pub async unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
     let (p, r) = (c.p(), c.r());
     let is_root = r == root;
-    let rt = Ty::of(b.rdt);
-    let st = if is_root { Some(Ty::of(b.sdt)) } else { None };
+    // MPI ignores the send arguments at the non-roots, and the receive
+    // count and type at a root that scatters in place (see `gather`).
+    let st = is_root.then(|| Ty::of(b.sdt));
     if is_root && !in_place(b.rbuf) {
         let st = st.expect("root");
         c.copy(
@@ -477,7 +478,7 @@ pub async unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
     }
     let nb = match st {
         Some(st) => st.bytes(b.scount),
-        None => rt.bytes(b.rcount),
+        None => Ty::of(b.rdt).bytes(b.rcount),
     };
     if p < 2 || nb == 0 {
         return Ok(());

@@ -62,13 +62,16 @@ pub struct Ctx {
 struct Done<'a> {
     e: &'static Engine,
     reqs: &'a mut Vec<Request>,
+    /// Their statuses (for the error of a failed one), made once.
+    sts: Vec<Status>,
 }
 
 impl Future for Done<'_> {
     type Output = R;
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<R> {
         let e = self.e;
-        let reqs = &mut *self.reqs;
+        let this = &mut *self;
+        let (reqs, sts) = (&mut *this.reqs, &mut this.sts);
         if reqs.is_empty() {
             return Poll::Ready(Ok(()));
         }
@@ -76,11 +79,12 @@ impl Future for Done<'_> {
             return Poll::Ready(Err(abi::ERR_OTHER));
         };
         let mut flag: c_int = 0;
+        sts.resize(reqs.len(), Status::zeroed());
         // SAFETY: the requests are the engine's, made by this context.
-        let rc = unsafe { e.testall(n, reqs.as_mut_ptr(), &mut flag, statuses_ignore()) };
+        let rc = unsafe { e.testall(n, reqs.as_mut_ptr(), &mut flag, sts.as_mut_ptr()) };
         if rc != abi::SUCCESS {
             reqs.clear();
-            return Poll::Ready(Err(rc));
+            return Poll::Ready(Err(first_error(rc, sts)));
         }
         if flag == 0 {
             return Poll::Pending;
@@ -90,8 +94,17 @@ impl Future for Done<'_> {
     }
 }
 
-fn statuses_ignore() -> *mut Status {
-    std::ptr::null_mut::<Status>().wrapping_byte_add(abi::STATUSES_IGNORE)
+/// The error to report for a failed Waitall/Testall: for MPI_ERR_IN_STATUS
+/// the first request's own error (a truncation, say, as the application's
+/// collective would report it), else `rc`.
+fn first_error(rc: c_int, sts: &[Status]) -> c_int {
+    if rc != abi::ERR_IN_STATUS {
+        return rc;
+    }
+    sts.iter()
+        .map(Status::error)
+        .find(|&e| e != abi::SUCCESS && e != abi::ERR_PENDING)
+        .unwrap_or(rc)
 }
 
 fn status_ignore() -> *mut Status {
@@ -196,13 +209,20 @@ impl Ctx {
             return Ok(());
         }
         if self.nb {
-            return Done { e: self.e, reqs }.await;
+            let sts = vec![Status::zeroed(); reqs.len()];
+            return Done {
+                e: self.e,
+                reqs,
+                sts,
+            }
+            .await;
         }
+        let mut sts = vec![Status::zeroed(); reqs.len()];
         let rc = self
             .e
-            .waitall(int(reqs.len())?, reqs.as_mut_ptr(), std::ptr::null_mut());
+            .waitall(int(reqs.len())?, reqs.as_mut_ptr(), sts.as_mut_ptr());
         reqs.clear();
-        chk(rc)
+        chk(first_error(rc, &sts))
     }
 
     /// Send to `dest` and receive from `src` at once (MPI_Sendrecv).

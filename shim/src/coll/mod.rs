@@ -1,4 +1,4 @@
-//! Collectives over the shim's perturbed point-to-point (issue 4).
+//! Collectives over the shim's perturbed point-to-point.
 //!
 //! Open MPI and MPICH run collectives on internal paths that no PMPI symbol
 //! sees, so while virtual time is on the shim runs them itself: every
@@ -50,7 +50,7 @@ use algo::{Blk, Bufs, V, W};
 use cfg::{Alg, Choice, CollCfg, Op};
 use ctx::{count, Ctx, R};
 use std::collections::HashMap;
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Mutex, OnceLock};
 
@@ -59,6 +59,8 @@ use std::sync::{Mutex, OnceLock};
 /// The private duplicate of one communicator, shared by its table entry
 /// and the nonblocking collectives that wait for it.
 struct Slot {
+    /// The application's communicator.
+    app: Comm,
     /// Boxed: MPI_Comm_idup writes it when the duplicate completes.
     dup: Box<Comm>,
     /// The MPI_Comm_idup in flight when the communicator's first
@@ -107,8 +109,108 @@ unsafe fn dup_now(slot: &SlotRef) -> Option<R<Comm>> {
             return None;
         }
         en.idup = None;
+        adopt(*en.dup, en.app);
     }
     Some(Ok(*en.dup))
+}
+
+/// Makes the private duplicate of `app` return its errors to the shim
+/// (MPI_ERRORS_RETURN; a duplicate inherits `app`'s handler, which would
+/// then report the application's own errors, a truncation say, on a
+/// communicator it never made): the collective's wrapper raises them on
+/// `app` instead (`raise`), as the library's collective would. And names
+/// it after `app`, so that anything that does show it says whose it is and
+/// that the shim ran the collective.
+unsafe fn adopt(dup: Comm, app: Comm) {
+    let e = engine::get();
+    real::PMPI_Comm_set_errhandler(dup, e.c.errors_return);
+    let max = usize::try_from(abi::MAX_OBJECT_NAME).unwrap_or(64);
+    if let Ok(name) = std::ffi::CString::new(dup_name(&comm_name(app), max - 1)) {
+        real::PMPI_Comm_set_name(dup, name.as_ptr());
+    }
+}
+
+/// The private duplicate's name: "<application's name> (loggp-shim
+/// collective)" in at most `max` bytes (the application's name is cut,
+/// not the suffix).
+fn dup_name(app: &str, max: usize) -> String {
+    const SUFFIX: &str = " (loggp-shim collective)";
+    let mut keep = max.saturating_sub(SUFFIX.len()).min(app.len());
+    while !app.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}{SUFFIX}", &app[..keep])
+}
+
+/// An error of the shim's collective `name` on `comm`, raised on `comm`
+/// (its error handler runs) and returned, as the library's collective
+/// would. When that handler is MPI_ERRORS_ARE_FATAL, one line first says
+/// where the error comes from: the library's own message names the
+/// function that raised it (MPI_Comm_call_errhandler) and, for MPICH, the
+/// shim's internal calls.
+pub(crate) unsafe fn raise(comm: Comm, rc: c_int, name: &str) -> c_int {
+    if rc == abi::SUCCESS {
+        return rc;
+    }
+    if fatal_handler(comm) {
+        let mut msg: Vec<c_char> =
+            vec![0; usize::try_from(abi::MAX_ERROR_STRING).unwrap_or(512) + 1];
+        let mut len: c_int = 0;
+        // The class's text: MPICH's text of the code itself is a stack of
+        // the shim's internal calls.
+        let mut class = rc;
+        real::PMPI_Error_class(rc, &mut class);
+        real::PMPI_Error_string(class, msg.as_mut_ptr(), &mut len);
+        let msg = std::ffi::CStr::from_ptr(msg.as_ptr()).to_string_lossy();
+        let mut rank: c_int = 0;
+        real::PMPI_Comm_rank(comm, &mut rank);
+        log::line(&format!(
+            "{name} on {} failed at its rank {rank}: {msg} (an error of the application's call; \
+             the shim runs collectives itself, over point-to-point on a private duplicate of \
+             the communicator, and raises their errors on the application's communicator)",
+            comm_name(comm)
+        ));
+        // The handler aborts the job: give the launcher time to forward
+        // the line (MPICH's can lose an aborting rank's last words).
+        libc::usleep(100_000);
+    }
+    real::PMPI_Comm_call_errhandler(comm, rc);
+    rc
+}
+
+/// True when `comm`'s error handler is MPI_ERRORS_ARE_FATAL.
+unsafe fn fatal_handler(comm: Comm) -> bool {
+    let Some(fatal) = abi::ERRORS_ARE_FATAL.get() else {
+        return false;
+    };
+    let mut eh = fatal;
+    if real::PMPI_Comm_get_errhandler(comm, &mut eh) != abi::SUCCESS {
+        return false;
+    }
+    let is = eh == fatal;
+    real::PMPI_Errhandler_free(&mut eh);
+    is
+}
+
+/// The name of `comm` (MPI_Comm_get_name), or "a communicator without a
+/// name".
+unsafe fn comm_name(comm: Comm) -> String {
+    let max = usize::try_from(abi::MAX_OBJECT_NAME).unwrap_or(64);
+    let mut buf: Vec<c_char> = vec![0; max + 1];
+    let mut len: c_int = 0;
+    real::PMPI_Comm_get_name(comm, buf.as_mut_ptr(), &mut len);
+    let s = std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy();
+    if s.is_empty() {
+        "a communicator without a name".to_string()
+    } else {
+        s.into_owned()
+    }
+}
+
+/// True while `comm` is a communicator the shim has run collectives on and
+/// the application has not freed.
+pub(crate) fn known(comm: Comm) -> bool {
+    comms().as_ref().is_some_and(|m| m.contains_key(&key(comm)))
 }
 
 /// `dup_now`, waiting (and progressing the collectives in flight).
@@ -231,6 +333,7 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
         let mut req = e.c.request_null;
         ctx::chk(real::PMPI_Comm_idup(comm, &mut *dup, &mut req))?;
         let slot = SlotRef::new(Mutex::new(Slot {
+            app: comm,
             dup,
             idup: Some(req),
         }));
@@ -259,8 +362,10 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
     // may be making another communicator's duplicate.
     let mut dup = e.c.comm_null;
     ctx::chk(real::PMPI_Comm_dup(comm, &mut dup))?;
+    adopt(dup, comm);
     agree(dup, comm);
     let slot = SlotRef::new(Mutex::new(Slot {
+        app: comm,
         dup: Box::new(dup),
         idup: None,
     }));
@@ -412,11 +517,12 @@ unsafe fn run(op: Op, name: &str, comm: Comm, f: impl FnOnce(&Ctx, Choice) -> R)
     }
     let c = match ctx(comm, name, op, false) {
         Ok((c, _)) => c,
+        // Raised already, by the library's call that failed on `comm`.
         Err(rc) => return Some(rc),
     };
     Some(match f(&c, ch) {
         Ok(()) => abi::SUCCESS,
-        Err(rc) => rc,
+        Err(rc) => raise(comm, rc, name),
     })
 }
 
@@ -704,7 +810,7 @@ mpi_fn!(MPI_Exscan / PMPI_Exscan (sbuf: *const c_void, rbuf: *mut c_void, n: c_i
 /// operation is configured `native`.
 unsafe fn start<F, Fut>(
     op: Op,
-    name: &str,
+    name: &'static str,
     comm: Comm,
     req: *mut abi::Request,
     f: F,
@@ -728,7 +834,9 @@ where
         c.comm = dup_ready(slot).await?;
         f(c, ch).await
     };
-    Some(nb::spawn(Box::pin(job), req))
+    // An error of the job is raised on `comm` when the application
+    // completes the request (`nb::finish`).
+    Some(nb::spawn(Box::pin(job), req, comm, name))
 }
 
 mpi_fn!(MPI_Ibarrier / PMPI_Ibarrier (comm: Comm, req: *mut abi::Request) {
@@ -1054,7 +1162,7 @@ fn blocks(
 /// Runs (blocking, `req` null) or starts a neighbourhood collective over
 /// the blocks that `mk` lays out for the neighbours; `None`: go native.
 unsafe fn neighbor(
-    name: &str,
+    name: &'static str,
     comm: Comm,
     req: *mut abi::Request,
     mk: impl FnOnce(&Nbrs) -> (Vec<Blk>, Vec<Blk>),
@@ -1075,7 +1183,7 @@ unsafe fn neighbor(
 /// Neighbor_allgather(v): the send buffer to every destination; slot `j`
 /// at `rdisp(j)` elements of `rdt`, `rn(j)` of them.
 unsafe fn nbr_allgather(
-    name: &str,
+    name: &'static str,
     comm: Comm,
     req: *mut abi::Request,
     (sbuf, scount, sdt): (*const c_void, c_int, Datatype),
@@ -1101,7 +1209,7 @@ unsafe fn nbr_allgather(
 /// Neighbor_alltoall(v): block `i` at `sdisp(i)` elements of `sdt`,
 /// `sn(i)` of them, to destination `i`; likewise for the receive slots.
 unsafe fn nbr_alltoall(
-    name: &str,
+    name: &'static str,
     comm: Comm,
     req: *mut abi::Request,
     (sbuf, sdt): (*const c_void, Datatype),
@@ -1126,7 +1234,7 @@ unsafe fn nbr_alltoall(
 
 /// Neighbor_alltoallw: byte displacements and a type per block.
 unsafe fn nbr_alltoallw(
-    name: &str,
+    name: &'static str,
     comm: Comm,
     req: *mut abi::Request,
     (sbuf, scounts, sdispls, stypes): (
@@ -1275,3 +1383,23 @@ mpi_fn!(MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw (sbuf: *const c_void,
     }
     real::PMPI_Ineighbor_alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, req)
 });
+
+#[cfg(test)]
+mod tests {
+    use super::dup_name;
+
+    #[test]
+    fn dup_name_keeps_the_suffix_within_the_limit() {
+        assert_eq!(
+            dup_name("MPI_COMM_WORLD", 63),
+            "MPI_COMM_WORLD (loggp-shim collective)"
+        );
+        let long = "x".repeat(100);
+        let n = dup_name(&long, 63);
+        assert_eq!(n.len(), 63);
+        assert!(n.ends_with(" (loggp-shim collective)"));
+        // Cut on a character boundary.
+        let n = dup_name(&"é".repeat(40), 40);
+        assert!(n.len() <= 40 && n.ends_with(" (loggp-shim collective)"));
+    }
+}

@@ -6,7 +6,9 @@
 //! PROC_NULL receive would not do: Open MPI hands out one shared request
 //! object for all of those), entered in the engine's request table as
 //! `Pending::Coll`, and completed (MPI_Grequest_complete) when the future
-//! finishes. Its completion returns the future's error code.
+//! finishes. Its completion returns the future's error code, raised on the
+//! application's communicator (its error handler runs), as a native
+//! nonblocking collective's is.
 //!
 //! Progress: MPI only promises that an operation progresses while the
 //! process is inside MPI. So every collective in flight is advanced by
@@ -18,7 +20,7 @@
 //! progress rule requires.
 
 use super::ctx::R;
-use crate::abi::{self, key, Request, Status};
+use crate::abi::{self, key, Comm, Request, Status};
 use crate::engine;
 use crate::real;
 use std::cell::Cell;
@@ -34,6 +36,10 @@ type Fut = Pin<Box<dyn Future<Output = R>>>;
 struct Job {
     /// The application's request.
     req: Request,
+    /// The application's communicator, on which an error is raised, and
+    /// the collective's name.
+    comm: Comm,
+    name: &'static str,
     /// The collective; `None` once finished.
     fut: Option<Fut>,
     /// Its result once finished.
@@ -76,11 +82,11 @@ pub fn running() -> bool {
     RUNNING.load(Ordering::Relaxed) > 0
 }
 
-/// Starts `fut` as the nonblocking collective of request `*req`, and
-/// advances it once (so that its first messages leave in the initiating
-/// call, as a native library's would).
-pub unsafe fn spawn(fut: Fut, req: *mut Request) -> c_int {
-    spawn_with(fut, req, None)
+/// Starts `fut` as the nonblocking collective of request `*req` on the
+/// application's `comm`, and advances it once (so that its first messages
+/// leave in the initiating call, as a native library's would).
+pub unsafe fn spawn(fut: Fut, req: *mut Request, comm: Comm, name: &'static str) -> c_int {
+    spawn_with(fut, req, comm, name, None)
 }
 
 /// Completes when both requests of an Isendrecv (`[send, recv]`, the
@@ -113,7 +119,9 @@ impl Future for Pair {
 }
 
 /// Runs an Isendrecv's two requests as a job of request `*req`; `keep`
-/// (the packed copy of an Isendrecv_replace) lives until it completes.
+/// (the packed copy of an Isendrecv_replace) lives until it completes. Its
+/// error is returned by the completion call, as a point-to-point error, not
+/// raised as a collective's (no communicator is named).
 #[cfg_attr(ompi, allow(dead_code))]
 pub unsafe fn spawn_pair(reqs: [Request; 2], keep: Vec<u8>, req: *mut Request) -> c_int {
     let st = Arc::new(Mutex::new(Status::zeroed()));
@@ -125,10 +133,17 @@ pub unsafe fn spawn_pair(reqs: [Request; 2], keep: Vec<u8>, req: *mut Request) -
         let _keep = keep;
         pair.await
     };
-    spawn_with(Box::pin(fut), req, Some(st))
+    let null = engine::get().c.comm_null;
+    spawn_with(Box::pin(fut), req, null, "MPI_Isendrecv", Some(st))
 }
 
-unsafe fn spawn_with(fut: Fut, req: *mut Request, status: Option<Arc<Mutex<Status>>>) -> c_int {
+unsafe fn spawn_with(
+    fut: Fut,
+    req: *mut Request,
+    comm: Comm,
+    name: &'static str,
+    status: Option<Arc<Mutex<Status>>>,
+) -> c_int {
     let e = engine::get();
     let rc = engine::start_grequest(req);
     if rc != abi::SUCCESS {
@@ -138,6 +153,8 @@ unsafe fn spawn_with(fut: Fut, req: *mut Request, status: Option<Arc<Mutex<Statu
     e.track_coll(*req);
     let job = Arc::new(Mutex::new(Job {
         req: *req,
+        comm,
+        name,
         fut: Some(fut),
         rc: None,
         orphan: false,
@@ -219,19 +236,36 @@ pub fn done(k: usize) -> bool {
 }
 
 /// The result of the finished job of `k`, which is forgotten; its status,
-/// if it has one, goes to `st`.
+/// if it has one, goes to `st`. An error is raised on the application's
+/// communicator first (unless the application has freed it meanwhile).
 pub fn finish(k: usize, st: &mut Status) -> c_int {
-    let mut all = jobs();
-    let Some(i) = all.iter().position(|(x, _)| *x == k) else {
+    let Some((rc, comm, name, status)) = forget(k) else {
         return abi::SUCCESS;
     };
+    if let Some(s) = status {
+        *st = *s.lock().unwrap_or_else(|e| e.into_inner());
+    }
+    if rc != abi::SUCCESS && super::known(comm) {
+        // SAFETY: a communicator of the application, not freed.
+        return unsafe { super::raise(comm, rc, name) };
+    }
+    rc
+}
+
+/// Removes the job of `k`: its result, communicator, name and status.
+#[allow(clippy::type_complexity)]
+fn forget(k: usize) -> Option<(c_int, Comm, &'static str, Option<Arc<Mutex<Status>>>)> {
+    let mut all = jobs();
+    let i = all.iter().position(|(x, _)| *x == k)?;
     let (_, j) = all.remove(i);
     drop(all);
     let g = lock(&j);
-    if let Some(s) = &g.status {
-        *st = *s.lock().unwrap_or_else(|e| e.into_inner());
-    }
-    g.rc.unwrap_or(abi::SUCCESS)
+    Some((
+        g.rc.unwrap_or(abi::SUCCESS),
+        g.comm,
+        g.name,
+        g.status.clone(),
+    ))
 }
 
 /// The application freed the request of `k`: let the job finish on its
@@ -244,7 +278,8 @@ pub fn orphan(k: usize) {
             g.fut.is_none()
         };
         if finished {
-            finish(k, &mut Status::zeroed());
+            // Nobody to report an error to: the request is gone.
+            forget(k);
         }
     }
 }

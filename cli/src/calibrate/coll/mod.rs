@@ -1,10 +1,9 @@
-//! `loggp calibrate --collectives`: the collective model check (issue 4,
-//! item 3). Times Barrier, Bcast, Reduce, Allreduce and Alltoall as the
-//! shim runs them (`LOGGP_VT=on`, each algorithm forced with
-//! `LOGGP_COLL_<OP>`), at zero knobs and with one knob raised, and holds
-//! the measured change against the LogGP prediction for the same algorithm
-//! (`model`), with the parameters `calibrate` measures (PRTT through the
-//! shim at zero knobs, or `--params` from an earlier report).
+//! `loggp calibrate --collectives`: the collective model check. Times Barrier,
+//! Bcast, Reduce, Allreduce and Alltoall as the shim runs them (`LOGGP_VT=on`,
+//! each algorithm forced with `LOGGP_COLL_<OP>`), at zero knobs and with one
+//! knob raised, and holds the measured change against the LogGP prediction for
+//! the same algorithm (`model`), with the parameters `calibrate` measures (PRTT
+//! through the shim at zero knobs, or `--params` from an earlier report).
 //!
 //! * `model` — the formulas (pure, tested);
 //! * `bench` — the kernel's rows and their statistics (pure, tested);
