@@ -17,8 +17,10 @@
 //! - A knob changes a collective's time: Barrier with `LOGGP_L=+50us` takes
 //!   at least 2 · 50 µs on 4 ranks and 50 µs on 2 (dissemination: log2 P
 //!   rounds), from C and from Fortran (`use mpi`).
-//! - A bad `LOGGP_COLL_*` value and an intercommunicator collective stop
-//!   the job with one `loggp-shim:` line, without a crash.
+//! - Collectives on an intercommunicator (`coll_inter.c`): the blocking
+//!   ones give the native results and feel L; a bad `LOGGP_COLL_*` value
+//!   and a nonblocking intercommunicator collective stop the job with one
+//!   `loggp-shim:` line, without a crash.
 //!
 //! The harness (`common`) holds `/tmp/loggp-mpi.lock` for every job and kills
 //! a job that outlives its timeout (a deadlock fails, it never hangs).
@@ -294,24 +296,89 @@ fn refusals(mpi: Mpi) {
         "a bad LOGGP_COLL_BCAST must stop the job with one line\n{}",
         out.describe()
     );
-    Job::new(mpi, "coll_inter")
-        .np(4)
-        .via(Via::Native)
-        .run()
-        .expect_pass("coll inter: ok");
+    // Nonblocking collectives on an intercommunicator are refused.
     let out = Job::new(mpi, "coll_inter")
-        .np(4)
+        .np(2)
         .via(Via::Direct)
         .var("LOGGP_VT", "on")
+        .args(&["ibarrier"])
         .run();
     let lines = out.shim_lines();
     assert!(
         !out.success()
+            && !out.crashed()
             && lines.len() == 1
-            && lines[0].contains("MPI_Bcast on an intercommunicator is not supported"),
-        "an intercommunicator collective must stop the job with one line\n{}",
+            && lines[0].contains("MPI_Ibarrier on an intercommunicator is not supported"),
+        "a nonblocking intercommunicator collective must stop the job with one line\n{}",
         out.describe()
     );
+}
+
+/// Collectives on an intercommunicator (`coll_inter.c`): every blocking one
+/// the shim runs there gives the native results at np 2 to 5, under
+/// `LOGGP_VT=on` and every knob; an intercommunicator Bcast feels
+/// `L=+50us` once (half a Bcast round trip between the groups: 50 to 57.5
+/// us above native).
+fn intercomm(mpi: Mpi) {
+    Job::new(mpi, "coll_inter")
+        .np(4)
+        .via(Via::Native)
+        .run()
+        .expect_pass("coll inter: ok np=4");
+    let every: &[(&str, &str)] = &[
+        ("LOGGP_L", "2us"),
+        ("LOGGP_O_S", "1us"),
+        ("LOGGP_O_R", "1us"),
+        ("LOGGP_G_S", "3us"),
+        ("LOGGP_G_R", "3us"),
+        ("LOGGP_G", "1GB/s"),
+    ];
+    for np in 2..=5 {
+        for vars in [&[("LOGGP_VT", "on")][..], every] {
+            Job::new(mpi, "coll_inter")
+                .np(np)
+                .via(Via::Direct)
+                .vars(vars)
+                .run()
+                .expect_pass(&format!("coll inter: ok np={np}"));
+        }
+    }
+    retry(
+        3,
+        &format!("intercommunicator Bcast with L=+50us, {}", mpi.name()),
+        || {
+            let time = |via, vars: &[(&str, &str)]| {
+                let out = Job::new(mpi, "coll_inter")
+                    .np(2)
+                    .via(via)
+                    .vars(vars)
+                    .args(&["time"])
+                    .run();
+                out.expect_pass("coll inter: bcast_us=");
+                out.num("bcast_us")
+            };
+            let n = time(Via::Native, &[]);
+            let s = time(Via::Direct, &[("LOGGP_L", "+50us")]);
+            if s - n >= 49.5 && s - n <= 57.5 {
+                Ok(format!("native {n:.3} us, L=+50us {s:.3} us"))
+            } else {
+                Err(format!(
+                    "intercommunicator Bcast native {n:.3} us, with L=+50us {s:.3} us: expected \
+                 50 to 57.5 us more"
+                ))
+            }
+        },
+    );
+}
+
+#[test]
+fn coll_intercomm_openmpi() {
+    intercomm(Mpi::OpenMpi);
+}
+
+#[test]
+fn coll_intercomm_mpich() {
+    intercomm(Mpi::Mpich);
 }
 
 #[test]

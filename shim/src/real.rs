@@ -168,6 +168,7 @@ reals! {
 // Functions used by the collectives (shim/src/coll/); that work appends here.
 reals! {
     fn PMPI_Comm_test_inter(comm: Comm, flag: *mut c_int);
+    fn PMPI_Comm_remote_size(comm: Comm, size: *mut c_int);
     fn PMPI_Comm_disconnect(comm: *mut Comm);
     fn PMPI_Intercomm_merge(comm: Comm, high: c_int, new: *mut Comm);
     fn PMPI_Op_commutative(op: Op, commute: *mut c_int);

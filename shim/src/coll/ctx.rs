@@ -52,9 +52,12 @@ pub struct Ctx {
     pub e: &'static Engine,
     pub comm: Comm,
     pub rank: c_int,
+    /// The group ranks address: this communicator's, or for an
+    /// intercommunicator (`inter`) the remote group's.
     pub size: c_int,
     pub tag: c_int,
     pub nb: bool,
+    pub inter: bool,
 }
 
 /// Completes when every request of `reqs` has completed in the emulated

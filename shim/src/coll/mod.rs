@@ -29,7 +29,9 @@
 //! Cartesian, graph and distributed-graph communicators post every send and
 //! receive at once (`algo::neighbor`).
 //!
-//! Limits: intercommunicators are refused with one line; the persistent
+//! Intercommunicators: the blocking collectives MPI defines there, but for
+//! Alltoallw and the reduce-scatters, run linear algorithms (`inter`); the
+//! others are refused with one line. Limits: the persistent
 //! collectives of MPI-4, MPICH's vector large-count collectives
 //! (`MPI_Gatherv_c`, …) and scalar ones whose count exceeds an `int` stay
 //! native (correct but unperturbed).
@@ -38,6 +40,7 @@
 mod algo;
 mod cfg;
 mod ctx;
+mod inter;
 #[cfg(mpich)]
 mod large;
 pub mod nb;
@@ -78,7 +81,9 @@ type SlotRef = std::sync::Arc<Mutex<Slot>>;
 struct Entry {
     slot: SlotRef,
     rank: c_int,
+    /// The group ranks address (the remote group of an intercommunicator).
     size: c_int,
+    inter: bool,
     /// Nonblocking collectives started on this communicator: each gets its
     /// own tag, so that several in flight cannot take each other's messages.
     seq: u32,
@@ -294,10 +299,13 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
             } else {
                 100 + op as c_int
             };
-            (en.rank, en.size, tag, en.slot.clone())
+            (en.rank, en.size, en.inter, tag, en.slot.clone())
         })
     };
-    if let Some((rank, size, tag, slot)) = known {
+    if let Some((rank, size, inter, tag, slot)) = known {
+        if inter {
+            inter_supported_or_stop(comm, name, op, nb);
+        }
         let dup = if nb { e.c.comm_null } else { dup_wait(&slot)? };
         return Ok((
             Ctx {
@@ -307,27 +315,24 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
                 size,
                 tag,
                 nb,
+                inter,
             },
             slot,
         ));
     }
     let mut inter: c_int = 0;
     ctx::chk(real::PMPI_Comm_test_inter(comm, &mut inter))?;
-    if inter != 0 {
-        // Merged, so that one rank of both groups says it.
-        let mut merged = e.c.comm_null;
-        real::PMPI_Intercomm_merge(comm, 0, &mut merged);
-        stop(
-            merged,
-            &format!(
-                "{name} on an intercommunicator is not supported while virtual time is on \
-                 (the shim runs collectives on intracommunicators only); stopping"
-            ),
-        );
+    let inter = inter != 0;
+    if inter {
+        inter_supported_or_stop(comm, name, op, nb);
     }
     let (mut rank, mut size) = (0, 1);
     real::PMPI_Comm_rank(comm, &mut rank);
-    real::PMPI_Comm_size(comm, &mut size);
+    if inter {
+        real::PMPI_Comm_remote_size(comm, &mut size);
+    } else {
+        real::PMPI_Comm_size(comm, &mut size);
+    }
     if nb {
         let mut dup = Box::new(e.c.comm_null);
         let mut req = e.c.request_null;
@@ -343,6 +348,7 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
                 slot: slot.clone(),
                 rank,
                 size,
+                inter,
                 seq: 1,
             },
         );
@@ -354,6 +360,7 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
                 size,
                 tag: nb_tag(1),
                 nb,
+                inter,
             },
             slot,
         ));
@@ -375,6 +382,7 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
             slot: slot.clone(),
             rank,
             size,
+            inter,
             seq: 0,
         },
     );
@@ -386,9 +394,47 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
             size,
             tag: 100 + op as c_int,
             nb,
+            inter,
         },
         slot,
     ))
+}
+
+/// The collectives the shim runs on an intercommunicator (`inter`): the
+/// blocking ones whose intercommunicator form MPI defines, but for
+/// Alltoallw and the reduce-scatters. Any other stops the job with one
+/// line, rather than run natively past the emulated network.
+unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op, nb: bool) {
+    let supported = matches!(
+        op,
+        Op::Barrier
+            | Op::Bcast
+            | Op::Gather
+            | Op::Gatherv
+            | Op::Scatter
+            | Op::Scatterv
+            | Op::Allgather
+            | Op::Allgatherv
+            | Op::Alltoall
+            | Op::Alltoallv
+            | Op::Reduce
+            | Op::Allreduce
+    );
+    if supported && !nb {
+        return;
+    }
+    // Merged, so that one rank of both groups says it.
+    let e = engine::get();
+    let mut merged = e.c.comm_null;
+    real::PMPI_Intercomm_merge(comm, 0, &mut merged);
+    stop(
+        merged,
+        &format!(
+            "{name} on an intercommunicator is not supported while virtual time is on (the shim \
+             runs the blocking Barrier, Bcast, Gather(v), Scatter(v), Allgather(v), Alltoall(v), \
+             Reduce and Allreduce on intercommunicators); stopping"
+        ),
+    );
 }
 
 /// A hash of the algorithm choices, which start-up adds to the settings
@@ -585,8 +631,8 @@ unsafe fn invalid(comm: Comm, counts: &[c_int], root: Option<c_int>) -> bool {
     if real::PMPI_Comm_size(comm, &mut size) == abi::SUCCESS && (0..size).contains(&root) {
         return false;
     }
-    // MPI_ROOT and MPI_PROC_NULL are roots of intercommunicators, which
-    // the shim refuses (in `ctx`) rather than run natively.
+    // On an intercommunicator the root may be MPI_ROOT, MPI_PROC_NULL or
+    // a rank of the remote group (checked by the collective itself).
     let mut inter: c_int = 0;
     real::PMPI_Comm_test_inter(comm, &mut inter) == abi::SUCCESS && inter == 0
 }
@@ -596,6 +642,9 @@ unsafe fn invalid(comm: Comm, counts: &[c_int], root: Option<c_int>) -> bool {
 mpi_fn!(MPI_Barrier / PMPI_Barrier (comm: Comm) {
     if active() {
         if let Some(rc) = run(Op::Barrier, "MPI_Barrier", comm, |c, ch| {
+            if c.inter {
+                return nb::block_on(inter::barrier(c));
+            }
             nb::block_on(algo::barrier(c, resolve(Op::Barrier, ch, 0, c.p()).alg))
         }) {
             return rc;
@@ -607,6 +656,9 @@ mpi_fn!(MPI_Barrier / PMPI_Barrier (comm: Comm) {
 mpi_fn!(MPI_Bcast / PMPI_Bcast (buf: *mut c_void, n: c_int, dt: Datatype, root: c_int, comm: Comm) {
     if active() && !invalid(comm, &[n], Some(root)) {
         if let Some(rc) = run(Op::Bcast, "MPI_Bcast", comm, |c, ch| {
+            if c.inter {
+                return nb::block_on(inter::bcast(c, buf, count(n), dt, root));
+            }
             let ch = resolve(Op::Bcast, ch, bytes_of(n, dt), c.p());
             nb::block_on(algo::bcast(c, ch, buf, count(n), dt, root_of(root)))
         }) {
@@ -619,6 +671,9 @@ mpi_fn!(MPI_Bcast / PMPI_Bcast (buf: *mut c_void, n: c_int, dt: Datatype, root: 
 mpi_fn!(MPI_Reduce / PMPI_Reduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, root: c_int, comm: Comm) {
     if active() && !invalid(comm, &[n], Some(root)) {
         if let Some(rc) = run(Op::Reduce, "MPI_Reduce", comm, |c, ch| {
+            if c.inter {
+                return nb::block_on(inter::reduce(c, sbuf, rbuf, count(n), dt, op, root));
+            }
             let ch = resolve(Op::Reduce, ch, bytes_of(n, dt), c.p());
             nb::block_on(algo::reduce(c, ch, input(sbuf, rbuf), rbuf, count(n), dt, op, root_of(root)))
         }) {
@@ -631,6 +686,9 @@ mpi_fn!(MPI_Reduce / PMPI_Reduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_i
 mpi_fn!(MPI_Allreduce / PMPI_Allreduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
     if active() && !invalid(comm, &[n], None) {
         if let Some(rc) = run(Op::Allreduce, "MPI_Allreduce", comm, |c, ch| {
+            if c.inter {
+                return nb::block_on(inter::allreduce(c, sbuf, rbuf, count(n), dt, op));
+            }
             let ch = resolve(Op::Allreduce, ch, bytes_of(n, dt), c.p());
             nb::block_on(algo::allreduce(c, ch.alg, input(sbuf, rbuf), rbuf, count(n), dt, op))
         }) {
@@ -661,6 +719,9 @@ fn bufs(
 mpi_fn!(MPI_Gather / PMPI_Gather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm) {
     if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Gather, "MPI_Gather", comm, |c, ch| {
+            if c.inter {
+                return nb::block_on(inter::gather(c, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), None, root));
+            }
             let ch = resolve(Op::Gather, ch, 0, c.p());
             nb::block_on(algo::gather(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), root_of(root)))
         }) {
@@ -673,6 +734,9 @@ mpi_fn!(MPI_Gather / PMPI_Gather (sbuf: *const c_void, scount: c_int, sdt: Datat
 mpi_fn!(MPI_Scatter / PMPI_Scatter (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm) {
     if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Scatter, "MPI_Scatter", comm, |c, ch| {
+            if c.inter {
+                return nb::block_on(inter::scatter(c, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), None, root));
+            }
             let ch = resolve(Op::Scatter, ch, 0, c.p());
             nb::block_on(algo::scatter(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), root_of(root)))
         }) {
@@ -685,6 +749,9 @@ mpi_fn!(MPI_Scatter / PMPI_Scatter (sbuf: *const c_void, scount: c_int, sdt: Dat
 mpi_fn!(MPI_Allgather / PMPI_Allgather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm) {
     if active() {
         if let Some(rc) = run(Op::Allgather, "MPI_Allgather", comm, |c, ch| {
+            if c.inter {
+                return nb::block_on(inter::allgather(c, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), None));
+            }
             let ch = resolve(Op::Allgather, ch, 0, c.p());
             nb::block_on(algo::allgather(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt)))
         }) {
@@ -697,6 +764,9 @@ mpi_fn!(MPI_Allgather / PMPI_Allgather (sbuf: *const c_void, scount: c_int, sdt:
 mpi_fn!(MPI_Alltoall / PMPI_Alltoall (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm) {
     if active() {
         if let Some(rc) = run(Op::Alltoall, "MPI_Alltoall", comm, |c, ch| {
+            if c.inter {
+                return nb::block_on(inter::alltoall(c, bufs(sbuf, scount, sdt, rbuf, rcount, rdt), None, None));
+            }
             let ch = resolve(Op::Alltoall, ch, 0, c.p());
             nb::block_on(algo::alltoall(c, ch.alg, bufs(sbuf, scount, sdt, rbuf, rcount, rdt)))
         }) {
@@ -709,6 +779,10 @@ mpi_fn!(MPI_Alltoall / PMPI_Alltoall (sbuf: *const c_void, scount: c_int, sdt: D
 mpi_fn!(MPI_Gatherv / PMPI_Gatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, root: c_int, comm: Comm) {
     if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Gatherv, "MPI_Gatherv", comm, |c, _| {
+            if c.inter {
+                let v = V { counts: rcounts, displs };
+                return nb::block_on(inter::gather(c, bufs(sbuf, scount, sdt, rbuf, 0, rdt), Some(v), root));
+            }
             nb::block_on(algo::gatherv(c, bufs(sbuf, scount, sdt, rbuf, 0, rdt), rcounts, displs, root_of(root)))
         }) {
             return rc;
@@ -720,6 +794,10 @@ mpi_fn!(MPI_Gatherv / PMPI_Gatherv (sbuf: *const c_void, scount: c_int, sdt: Dat
 mpi_fn!(MPI_Scatterv / PMPI_Scatterv (sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, root: c_int, comm: Comm) {
     if active() && !invalid(comm, &[], Some(root)) {
         if let Some(rc) = run(Op::Scatterv, "MPI_Scatterv", comm, |c, _| {
+            if c.inter {
+                let v = V { counts: scounts, displs };
+                return nb::block_on(inter::scatter(c, bufs(sbuf, 0, sdt, rbuf, rcount, rdt), Some(v), root));
+            }
             nb::block_on(algo::scatterv(c, bufs(sbuf, 0, sdt, rbuf, rcount, rdt), scounts, displs, root_of(root)))
         }) {
             return rc;
@@ -731,6 +809,10 @@ mpi_fn!(MPI_Scatterv / PMPI_Scatterv (sbuf: *const c_void, scounts: *const c_int
 mpi_fn!(MPI_Allgatherv / PMPI_Allgatherv (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Datatype, comm: Comm) {
     if active() {
         if let Some(rc) = run(Op::Allgatherv, "MPI_Allgatherv", comm, |c, _| {
+            if c.inter {
+                let v = V { counts: rcounts, displs };
+                return nb::block_on(inter::allgather(c, bufs(sbuf, scount, sdt, rbuf, 0, rdt), Some(v)));
+            }
             nb::block_on(algo::allgatherv(c, bufs(sbuf, scount, sdt, rbuf, 0, rdt), rcounts, displs))
         }) {
             return rc;
@@ -742,6 +824,10 @@ mpi_fn!(MPI_Allgatherv / PMPI_Allgatherv (sbuf: *const c_void, scount: c_int, sd
 mpi_fn!(MPI_Alltoallv / PMPI_Alltoallv (sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Datatype, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Datatype, comm: Comm) {
     if active() {
         if let Some(rc) = run(Op::Alltoallv, "MPI_Alltoallv", comm, |c, _| {
+            if c.inter {
+                let (sv, rv) = (V { counts: scounts, displs: sdispls }, V { counts: rcounts, displs: rdispls });
+                return nb::block_on(inter::alltoall(c, bufs(sbuf, 0, sdt, rbuf, 0, rdt), Some(sv), Some(rv)));
+            }
             nb::block_on(algo::alltoallv(
                 c,
                 bufs(sbuf, 0, sdt, rbuf, 0, rdt),
