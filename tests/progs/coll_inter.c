@@ -2,22 +2,38 @@
  * odd world ranks form the two groups (A and B), joined by
  * MPI_Intercomm_create.
  *
- *   coll_inter          Barrier, Bcast, Gather, Gatherv, Scatter, Scatterv,
+ *   coll_inter [nb]     Barrier, Bcast, Gather, Gatherv, Scatter, Scatterv,
  *                       Allgather, Allgatherv, Alltoall, Alltoallv, Reduce
  *                       (sum, and a non-commutative user operation, whose
  *                       result shows the order of the operands) and
  *                       Allreduce, each with roots in both groups, checked
- *                       element by element; prints "coll inter: ok np=N".
+ *                       element by element; with "nb" their nonblocking
+ *                       forms, each completed by MPI_Wait; prints
+ *                       "coll inter: ok np=N" (" nonblocking").
  *   coll_inter time     (np = 2) a Bcast of 8 bytes from group A to group
  *                       B and one back, 200 times: world rank 0 prints half
  *                       the round trip, one Bcast's latency, as
  *                       "coll inter: bcast_us=<median> ..._p10 ..._min".
- *   coll_inter ibarrier MPI_Ibarrier on the intercommunicator (which the
- *                       shim refuses under virtual time, with one line).
+ *   coll_inter refused  MPI_Reduce_scatter_block on the intercommunicator
+ *                       (which the shim refuses under virtual time, with
+ *                       one line).
  * On failure "FAIL coll_inter rank R: ..." and a non-zero exit. */
 #include "common.h"
 
 static int lr, lsize, rsize, grp; /* local rank, local size, remote size, 0=A 1=B */
+static int nbmode; /* the nonblocking forms, each completed by MPI_Wait */
+
+/* A collective: blocking `b`, or nonblocking `i` (request q_) and Wait. */
+#define COLL(b, i)                                                            \
+  do {                                                                        \
+    if (nbmode) {                                                             \
+      MPI_Request q_;                                                         \
+      MPI_OK(i);                                                              \
+      MPI_OK(MPI_Wait(&q_, MPI_STATUS_IGNORE));                               \
+    } else {                                                                  \
+      MPI_OK(b);                                                              \
+    }                                                                         \
+  } while (0)
 
 /* A value that names its origin: group, rank in it, element. */
 static int val(int g, int r, int i) { return 100000 * (g + 1) + 1000 * r + i; }
@@ -47,27 +63,27 @@ static void checks(MPI_Comm ic) {
   int other = 1 - grp;
   int *sb = malloc(sizeof(int) * N * 64), *rb = malloc(sizeof(int) * N * 64);
   int *cnt = malloc(sizeof(int) * 64), *dsp = malloc(sizeof(int) * 64);
-  MPI_OK(MPI_Barrier(ic));
+  COLL(MPI_Barrier(ic), MPI_Ibarrier(ic, &q_));
   for (int g = 0; g < 2; g++) {
     int rsz = g == grp ? rsize : lsize; /* size of the non-root group */
     int root = g == 0 ? 0 : (g == grp ? lsize : rsize) - 1;
     int ra = root_arg(g, root);
     /* Bcast */
     for (int i = 0; i < N; i++) rb[i] = grp == g && lr == root ? val(g, root, i) : -1;
-    MPI_OK(MPI_Bcast(rb, N, MPI_INT, ra, ic));
+    COLL(MPI_Bcast(rb, N, MPI_INT, ra, ic), MPI_Ibcast(rb, N, MPI_INT, ra, ic, &q_));
     if (grp != g)
       for (int i = 0; i < N; i++) CHECK(rb[i] == val(g, root, i), "Bcast root %d/%d: %d", g, root, rb[i]);
     /* Gather and Gatherv (block j of remote rank j; Gatherv in reverse slots) */
     for (int i = 0; i < N; i++) sb[i] = val(grp, lr, i);
     for (int i = 0; i < N * rsz; i++) rb[i] = -1;
-    MPI_OK(MPI_Gather(sb, N, MPI_INT, rb, N, MPI_INT, ra, ic));
+    COLL(MPI_Gather(sb, N, MPI_INT, rb, N, MPI_INT, ra, ic), MPI_Igather(sb, N, MPI_INT, rb, N, MPI_INT, ra, ic, &q_));
     if (ra == MPI_ROOT)
       for (int j = 0; j < rsz; j++)
         for (int i = 0; i < N; i++)
           CHECK(rb[j * N + i] == val(other, j, i), "Gather: [%d][%d] = %d", j, i, rb[j * N + i]);
     for (int j = 0; j < rsz; j++) cnt[j] = 1 + j % N, dsp[j] = N * (rsz - 1 - j);
     for (int i = 0; i < N * rsz; i++) rb[i] = -1;
-    MPI_OK(MPI_Gatherv(sb, 1 + lr % N, MPI_INT, rb, cnt, dsp, MPI_INT, ra, ic));
+    COLL(MPI_Gatherv(sb, 1 + lr % N, MPI_INT, rb, cnt, dsp, MPI_INT, ra, ic), MPI_Igatherv(sb, 1 + lr % N, MPI_INT, rb, cnt, dsp, MPI_INT, ra, ic, &q_));
     if (ra == MPI_ROOT)
       for (int j = 0; j < rsz; j++)
         for (int i = 0; i < cnt[j]; i++)
@@ -77,11 +93,11 @@ static void checks(MPI_Comm ic) {
       for (int j = 0; j < rsz; j++)
         for (int i = 0; i < N; i++) sb[j * N + i] = val(grp, j, i);
     for (int i = 0; i < N; i++) rb[i] = -1;
-    MPI_OK(MPI_Scatter(sb, N, MPI_INT, rb, N, MPI_INT, ra, ic));
+    COLL(MPI_Scatter(sb, N, MPI_INT, rb, N, MPI_INT, ra, ic), MPI_Iscatter(sb, N, MPI_INT, rb, N, MPI_INT, ra, ic, &q_));
     if (grp != g)
       for (int i = 0; i < N; i++) CHECK(rb[i] == val(g, lr, i), "Scatter: [%d] = %d", i, rb[i]);
     for (int i = 0; i < N; i++) rb[i] = -1;
-    MPI_OK(MPI_Scatterv(sb, cnt, dsp, MPI_INT, rb, 1 + lr % N, MPI_INT, ra, ic));
+    COLL(MPI_Scatterv(sb, cnt, dsp, MPI_INT, rb, 1 + lr % N, MPI_INT, ra, ic), MPI_Iscatterv(sb, cnt, dsp, MPI_INT, rb, 1 + lr % N, MPI_INT, ra, ic, &q_));
     if (grp != g)
       for (int i = 0; i < 1 + lr % N; i++) {
         int j = lr, want = val(g, (N * (rsz - 1 - j) + i) / N, (N * (rsz - 1 - j) + i) % N);
@@ -90,7 +106,7 @@ static void checks(MPI_Comm ic) {
     /* Reduce: sum, and the non-commutative operation */
     long long ls[N], lsum[N];
     for (int i = 0; i < N; i++) ls[i] = val(grp, lr, i), lsum[i] = -1;
-    MPI_OK(MPI_Reduce(ls, lsum, N, MPI_LONG_LONG, MPI_SUM, ra, ic));
+    COLL(MPI_Reduce(ls, lsum, N, MPI_LONG_LONG, MPI_SUM, ra, ic), MPI_Ireduce(ls, lsum, N, MPI_LONG_LONG, MPI_SUM, ra, ic, &q_));
     if (ra == MPI_ROOT)
       for (int i = 0; i < N; i++) {
         long long want = 0;
@@ -100,7 +116,7 @@ static void checks(MPI_Comm ic) {
     MPI_Op op;
     MPI_OK(MPI_Op_create(lin, 0, &op));
     long long fx[2] = {val(grp, lr, 0) % PR, val(grp, lr, 1) % PR}, fr[2] = {-1, -1};
-    MPI_OK(MPI_Reduce(fx, fr, 2, MPI_LONG_LONG, op, ra, ic));
+    COLL(MPI_Reduce(fx, fr, 2, MPI_LONG_LONG, op, ra, ic), MPI_Ireduce(fx, fr, 2, MPI_LONG_LONG, op, ra, ic, &q_));
     if (ra == MPI_ROOT) {
       /* x0 . x1 . ... . x(P-1), in the remote group's rank order */
       long long want[2] = {val(other, rsz - 1, 0) % PR, val(other, rsz - 1, 1) % PR};
@@ -117,20 +133,20 @@ static void checks(MPI_Comm ic) {
   /* Allgather, Allgatherv, Alltoall, Alltoallv, Allreduce: remote group's data */
   for (int i = 0; i < N; i++) sb[i] = val(grp, lr, i);
   for (int i = 0; i < N * rsize; i++) rb[i] = -1;
-  MPI_OK(MPI_Allgather(sb, N, MPI_INT, rb, N, MPI_INT, ic));
+  COLL(MPI_Allgather(sb, N, MPI_INT, rb, N, MPI_INT, ic), MPI_Iallgather(sb, N, MPI_INT, rb, N, MPI_INT, ic, &q_));
   for (int j = 0; j < rsize; j++)
     for (int i = 0; i < N; i++)
       CHECK(rb[j * N + i] == val(1 - grp, j, i), "Allgather [%d][%d] = %d", j, i, rb[j * N + i]);
   for (int j = 0; j < rsize; j++) cnt[j] = 1 + j % N, dsp[j] = N * (rsize - 1 - j);
   for (int i = 0; i < N * rsize; i++) rb[i] = -1;
-  MPI_OK(MPI_Allgatherv(sb, 1 + lr % N, MPI_INT, rb, cnt, dsp, MPI_INT, ic));
+  COLL(MPI_Allgatherv(sb, 1 + lr % N, MPI_INT, rb, cnt, dsp, MPI_INT, ic), MPI_Iallgatherv(sb, 1 + lr % N, MPI_INT, rb, cnt, dsp, MPI_INT, ic, &q_));
   for (int j = 0; j < rsize; j++)
     for (int i = 0; i < cnt[j]; i++)
       CHECK(rb[dsp[j] + i] == val(1 - grp, j, i), "Allgatherv [%d][%d] = %d", j, i, rb[dsp[j] + i]);
   for (int j = 0; j < rsize; j++)
     for (int i = 0; i < N; i++) sb[j * N + i] = val(grp, lr, 100 * j + i);
   for (int i = 0; i < N * rsize; i++) rb[i] = -1;
-  MPI_OK(MPI_Alltoall(sb, N, MPI_INT, rb, N, MPI_INT, ic));
+  COLL(MPI_Alltoall(sb, N, MPI_INT, rb, N, MPI_INT, ic), MPI_Ialltoall(sb, N, MPI_INT, rb, N, MPI_INT, ic, &q_));
   for (int j = 0; j < rsize; j++)
     for (int i = 0; i < N; i++)
       CHECK(rb[j * N + i] == val(1 - grp, j, 100 * lr + i), "Alltoall [%d][%d] = %d", j, i,
@@ -143,20 +159,20 @@ static void checks(MPI_Comm ic) {
     cnt[j] = 1 + (j + lr) % N, dsp[j] = N * (rsize - 1 - j);
   }
   for (int i = 0; i < N * rsize; i++) rb[i] = -1;
-  MPI_OK(MPI_Alltoallv(sb, scnt, sdsp, MPI_INT, rb, cnt, dsp, MPI_INT, ic));
+  COLL(MPI_Alltoallv(sb, scnt, sdsp, MPI_INT, rb, cnt, dsp, MPI_INT, ic), MPI_Ialltoallv(sb, scnt, sdsp, MPI_INT, rb, cnt, dsp, MPI_INT, ic, &q_));
   for (int j = 0; j < rsize; j++)
     for (int i = 0; i < cnt[j]; i++)
       CHECK(rb[dsp[j] + i] == val(1 - grp, j, 100 * lr + i), "Alltoallv [%d][%d] = %d", j, i,
             rb[dsp[j] + i]);
   long long ls[N], lsum[N];
   for (int i = 0; i < N; i++) ls[i] = val(grp, lr, i), lsum[i] = -1;
-  MPI_OK(MPI_Allreduce(ls, lsum, N, MPI_LONG_LONG, MPI_SUM, ic));
+  COLL(MPI_Allreduce(ls, lsum, N, MPI_LONG_LONG, MPI_SUM, ic), MPI_Iallreduce(ls, lsum, N, MPI_LONG_LONG, MPI_SUM, ic, &q_));
   for (int i = 0; i < N; i++) {
     long long want = 0;
     for (int j = 0; j < rsize; j++) want += val(1 - grp, j, i);
     CHECK(lsum[i] == want, "Allreduce [%d] = %lld, expected %lld", i, lsum[i], want);
   }
-  MPI_OK(MPI_Barrier(ic));
+  COLL(MPI_Barrier(ic), MPI_Ibarrier(ic, &q_));
   free(sb), free(rb), free(cnt), free(dsp), free(scnt), free(sdsp);
 }
 
@@ -191,14 +207,14 @@ int main(int argc, char **argv) {
       put_stat("bcast_us", v, REPS);
       printf("\n");
     }
-  } else if (!strcmp(mode, "ibarrier")) {
-    MPI_Request q;
-    MPI_OK(MPI_Ibarrier(ic, &q));
-    MPI_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
-    if (r == 0) printf("coll inter: ok ibarrier\n");
+  } else if (!strcmp(mode, "refused")) {
+    int x = 1, y = 0;
+    MPI_OK(MPI_Reduce_scatter_block(&x, &y, 1, MPI_INT, MPI_SUM, ic));
+    if (r == 0) printf("coll inter: ok reduce_scatter_block\n");
   } else {
+    nbmode = !strcmp(mode, "nb");
     checks(ic);
-    if (r == 0) printf("coll inter: ok np=%d\n", p);
+    if (r == 0) printf("coll inter: ok np=%d%s\n", p, nbmode ? " nonblocking" : "");
   }
   MPI_OK(MPI_Comm_free(&ic));
   MPI_OK(MPI_Comm_free(&local));

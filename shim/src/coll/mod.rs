@@ -29,9 +29,9 @@
 //! Cartesian, graph and distributed-graph communicators post every send and
 //! receive at once (`algo::neighbor`).
 //!
-//! Intercommunicators: the blocking collectives MPI defines there, but for
-//! Alltoallw and the reduce-scatters, run linear algorithms (`inter`); the
-//! others are refused with one line. Limits: the persistent
+//! Intercommunicators: the collectives MPI defines there, blocking and
+//! nonblocking, but for Alltoallw and the reduce-scatters, run linear
+//! algorithms (`inter`); the others are refused with one line. Limits: the persistent
 //! collectives of MPI-4, MPICH's vector large-count collectives
 //! (`MPI_Gatherv_c`, …) and scalar ones whose count exceeds an `int` stay
 //! native (correct but unperturbed).
@@ -304,7 +304,7 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
     };
     if let Some((rank, size, inter, tag, slot)) = known {
         if inter {
-            inter_supported_or_stop(comm, name, op, nb);
+            inter_supported_or_stop(comm, name, op);
         }
         let dup = if nb { e.c.comm_null } else { dup_wait(&slot)? };
         return Ok((
@@ -324,7 +324,7 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
     ctx::chk(real::PMPI_Comm_test_inter(comm, &mut inter))?;
     let inter = inter != 0;
     if inter {
-        inter_supported_or_stop(comm, name, op, nb);
+        inter_supported_or_stop(comm, name, op);
     }
     let (mut rank, mut size) = (0, 1);
     real::PMPI_Comm_rank(comm, &mut rank);
@@ -400,11 +400,11 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
     ))
 }
 
-/// The collectives the shim runs on an intercommunicator (`inter`): the
-/// blocking ones whose intercommunicator form MPI defines, but for
-/// Alltoallw and the reduce-scatters. Any other stops the job with one
+/// The collectives the shim runs on an intercommunicator (`inter`): those
+/// whose intercommunicator form MPI defines, blocking and nonblocking, but
+/// for Alltoallw and the reduce-scatters. Any other stops the job with one
 /// line, rather than run natively past the emulated network.
-unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op, nb: bool) {
+unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op) {
     let supported = matches!(
         op,
         Op::Barrier
@@ -420,7 +420,7 @@ unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op, nb: bool) {
             | Op::Reduce
             | Op::Allreduce
     );
-    if supported && !nb {
+    if supported {
         return;
     }
     // Merged, so that one rank of both groups says it.
@@ -431,8 +431,8 @@ unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op, nb: bool) {
         merged,
         &format!(
             "{name} on an intercommunicator is not supported while virtual time is on (the shim \
-             runs the blocking Barrier, Bcast, Gather(v), Scatter(v), Allgather(v), Alltoall(v), \
-             Reduce and Allreduce on intercommunicators); stopping"
+             runs Barrier, Bcast, Gather(v), Scatter(v), Allgather(v), Alltoall(v), Reduce and \
+             Allreduce there, blocking and nonblocking); stopping"
         ),
     );
 }
@@ -928,6 +928,9 @@ where
 mpi_fn!(MPI_Ibarrier / PMPI_Ibarrier (comm: Comm, req: *mut abi::Request) {
     if active() {
         if let Some(rc) = start(Op::Barrier, "MPI_Ibarrier", comm, req, |c, ch| async move {
+            if c.inter {
+                return inter::barrier(&c).await;
+            }
             algo::barrier(&c, resolve(Op::Barrier, ch, 0, c.p()).alg).await
         }) {
             return rc;
@@ -940,6 +943,9 @@ mpi_fn!(MPI_Ibcast / PMPI_Ibcast (buf: *mut c_void, n: c_int, dt: Datatype, root
     if active() && !invalid(comm, &[n], Some(root)) {
         let bytes = bytes_of(n, dt);
         if let Some(rc) = start(Op::Bcast, "MPI_Ibcast", comm, req, move |c, ch| async move {
+            if c.inter {
+                return inter::bcast(&c, buf, count(n), dt, root).await;
+            }
             let ch = resolve(Op::Bcast, ch, bytes, c.p());
             algo::bcast(&c, ch, buf, count(n), dt, root_of(root)).await
         }) {
@@ -953,6 +959,9 @@ mpi_fn!(MPI_Ireduce / PMPI_Ireduce (sbuf: *const c_void, rbuf: *mut c_void, n: c
     if active() && !invalid(comm, &[n], Some(root)) {
         let bytes = bytes_of(n, dt);
         if let Some(rc) = start(Op::Reduce, "MPI_Ireduce", comm, req, move |c, ch| async move {
+            if c.inter {
+                return inter::reduce(&c, sbuf, rbuf, count(n), dt, op, root).await;
+            }
             let ch = resolve(Op::Reduce, ch, bytes, c.p());
             algo::reduce(&c, ch, input(sbuf, rbuf), rbuf, count(n), dt, op, root_of(root)).await
         }) {
@@ -966,6 +975,9 @@ mpi_fn!(MPI_Iallreduce / PMPI_Iallreduce (sbuf: *const c_void, rbuf: *mut c_void
     if active() && !invalid(comm, &[n], None) {
         let bytes = bytes_of(n, dt);
         if let Some(rc) = start(Op::Allreduce, "MPI_Iallreduce", comm, req, move |c, ch| async move {
+            if c.inter {
+                return inter::allreduce(&c, sbuf, rbuf, count(n), dt, op).await;
+            }
             let ch = resolve(Op::Allreduce, ch, bytes, c.p());
             algo::allreduce(&c, ch.alg, input(sbuf, rbuf), rbuf, count(n), dt, op).await
         }) {
@@ -979,6 +991,9 @@ mpi_fn!(MPI_Igather / PMPI_Igather (sbuf: *const c_void, scount: c_int, sdt: Dat
     if active() && !invalid(comm, &[], Some(root)) {
         let b = bufs(sbuf, scount, sdt, rbuf, rcount, rdt);
         if let Some(rc) = start(Op::Gather, "MPI_Igather", comm, req, move |c, ch| async move {
+            if c.inter {
+                return inter::gather(&c, b, None, root).await;
+            }
             let ch = resolve(Op::Gather, ch, 0, c.p());
             algo::gather(&c, ch.alg, b, root_of(root)).await
         }) {
@@ -992,6 +1007,9 @@ mpi_fn!(MPI_Iscatter / PMPI_Iscatter (sbuf: *const c_void, scount: c_int, sdt: D
     if active() && !invalid(comm, &[], Some(root)) {
         let b = bufs(sbuf, scount, sdt, rbuf, rcount, rdt);
         if let Some(rc) = start(Op::Scatter, "MPI_Iscatter", comm, req, move |c, ch| async move {
+            if c.inter {
+                return inter::scatter(&c, b, None, root).await;
+            }
             let ch = resolve(Op::Scatter, ch, 0, c.p());
             algo::scatter(&c, ch.alg, b, root_of(root)).await
         }) {
@@ -1005,6 +1023,9 @@ mpi_fn!(MPI_Iallgather / PMPI_Iallgather (sbuf: *const c_void, scount: c_int, sd
     if active() {
         let b = bufs(sbuf, scount, sdt, rbuf, rcount, rdt);
         if let Some(rc) = start(Op::Allgather, "MPI_Iallgather", comm, req, move |c, ch| async move {
+            if c.inter {
+                return inter::allgather(&c, b, None).await;
+            }
             let ch = resolve(Op::Allgather, ch, 0, c.p());
             algo::allgather(&c, ch.alg, b).await
         }) {
@@ -1018,6 +1039,9 @@ mpi_fn!(MPI_Ialltoall / PMPI_Ialltoall (sbuf: *const c_void, scount: c_int, sdt:
     if active() {
         let b = bufs(sbuf, scount, sdt, rbuf, rcount, rdt);
         if let Some(rc) = start(Op::Alltoall, "MPI_Ialltoall", comm, req, move |c, ch| async move {
+            if c.inter {
+                return inter::alltoall(&c, b, None, None).await;
+            }
             let ch = resolve(Op::Alltoall, ch, 0, c.p());
             algo::alltoall(&c, ch.alg, b).await
         }) {
@@ -1031,6 +1055,9 @@ mpi_fn!(MPI_Igatherv / PMPI_Igatherv (sbuf: *const c_void, scount: c_int, sdt: D
     if active() && !invalid(comm, &[], Some(root)) {
         let b = bufs(sbuf, scount, sdt, rbuf, 0, rdt);
         if let Some(rc) = start(Op::Gatherv, "MPI_Igatherv", comm, req, move |c, _| async move {
+            if c.inter {
+                return inter::gather(&c, b, Some(V { counts: rcounts, displs }), root).await;
+            }
             algo::gatherv(&c, b, rcounts, displs, root_of(root)).await
         }) {
             return rc;
@@ -1043,6 +1070,9 @@ mpi_fn!(MPI_Iscatterv / PMPI_Iscatterv (sbuf: *const c_void, scounts: *const c_i
     if active() && !invalid(comm, &[], Some(root)) {
         let b = bufs(sbuf, 0, sdt, rbuf, rcount, rdt);
         if let Some(rc) = start(Op::Scatterv, "MPI_Iscatterv", comm, req, move |c, _| async move {
+            if c.inter {
+                return inter::scatter(&c, b, Some(V { counts: scounts, displs }), root).await;
+            }
             algo::scatterv(&c, b, scounts, displs, root_of(root)).await
         }) {
             return rc;
@@ -1055,6 +1085,9 @@ mpi_fn!(MPI_Iallgatherv / PMPI_Iallgatherv (sbuf: *const c_void, scount: c_int, 
     if active() {
         let b = bufs(sbuf, scount, sdt, rbuf, 0, rdt);
         if let Some(rc) = start(Op::Allgatherv, "MPI_Iallgatherv", comm, req, move |c, _| async move {
+            if c.inter {
+                return inter::allgather(&c, b, Some(V { counts: rcounts, displs })).await;
+            }
             algo::allgatherv(&c, b, rcounts, displs).await
         }) {
             return rc;
@@ -1067,6 +1100,10 @@ mpi_fn!(MPI_Ialltoallv / PMPI_Ialltoallv (sbuf: *const c_void, scounts: *const c
     if active() {
         let b = bufs(sbuf, 0, sdt, rbuf, 0, rdt);
         if let Some(rc) = start(Op::Alltoallv, "MPI_Ialltoallv", comm, req, move |c, _| async move {
+            if c.inter {
+                let (sv, rv) = (V { counts: scounts, displs: sdispls }, V { counts: rcounts, displs: rdispls });
+                return inter::alltoall(&c, b, Some(sv), Some(rv)).await;
+            }
             algo::alltoallv(
                 &c,
                 b,
