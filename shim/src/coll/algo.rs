@@ -8,9 +8,9 @@
 //! products can differ from it in the last bits, as between two MPI
 //! libraries (each associates in its own way).
 
-use super::cfg::{Alg, Choice};
 use super::ctx::{commutative, count, reduce_local, Ctx, Tmp, Ty, R};
 use crate::abi::{self, Datatype, Op, Request};
+use loggp_core::coll::{Alg, Choice};
 use std::ffi::{c_int, c_void};
 
 fn in_place(p: *const c_void) -> bool {

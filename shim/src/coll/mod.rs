@@ -38,7 +38,6 @@
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 mod algo;
-mod cfg;
 mod ctx;
 mod inter;
 #[cfg(mpich)]
@@ -50,8 +49,8 @@ use crate::engine::{self, active};
 use crate::log;
 use crate::real;
 use algo::{Blk, Bufs, V, W};
-use cfg::{Alg, Choice, CollCfg, Op};
 use ctx::{count, Ctx, R};
+use loggp_core::coll::{Alg, Choice, CollCfg, Op};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::hash::{DefaultHasher, Hash, Hasher};

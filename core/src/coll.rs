@@ -1,12 +1,14 @@
-//! Which algorithm runs each collective: `LOGGP_COLL_<OP>=<algorithm>[:<segment>]`
-//! (pure: no MPI, unit-tested below).
+//! Which algorithm runs each collective the shim runs:
+//! `LOGGP_COLL_<OP>=<algorithm>[:<segment>]` (pure: no MPI, unit-tested
+//! below; segments in the units of `units::parse_bytes`).
 //!
-//! Every operation accepts `auto` (the default: see `resolve` in `mod.rs`)
+//! Every operation accepts `auto` (the default: the shim's `coll::resolve`)
 //! and `native` (leave that collective to the MPI library, unperturbed);
 //! `LOGGP_COLL_ALL=native` makes every operation not set otherwise native.
 //! A malformed value, or an unknown `LOGGP_COLL_*` variable, is an error: a
 //! silent fallback would corrupt an experiment.
 
+use crate::units::parse_bytes;
 use std::fmt::Write as _;
 
 /// The algorithms (names from Pješivac-Grbović et al. §4).
@@ -331,23 +333,6 @@ fn parse_choice(spec: &Spec, v: &str) -> Result<Choice, String> {
     Ok(Choice { alg, seg })
 }
 
-/// `8192`, `8KiB`, `8KB`, `1MiB`, `1MB`, `64B` → bytes.
-pub fn parse_bytes(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let i = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(i);
-    let n: u64 = num.parse().ok()?;
-    let mul = match unit.trim() {
-        "" | "B" => 1,
-        "KB" | "kB" => 1000,
-        "KiB" => 1024,
-        "MB" => 1_000_000,
-        "MiB" => 1 << 20,
-        _ => return None,
-    };
-    n.checked_mul(mul)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,15 +391,5 @@ mod tests {
         let e = cfg(&[("LOGGP_COLL_BCASTT", "binomial")]).unwrap_err();
         assert!(e.contains("unknown variable"), "{e}");
         assert!(cfg(&[("LOGGP_COLL_ALL", "maybe")]).is_err());
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_bytes("0"), Some(0));
-        assert_eq!(parse_bytes("64B"), Some(64));
-        assert_eq!(parse_bytes("8KiB"), Some(8192));
-        assert_eq!(parse_bytes("1MB"), Some(1_000_000));
-        assert_eq!(parse_bytes("KiB"), None);
-        assert_eq!(parse_bytes("-1"), None);
     }
 }
