@@ -5,6 +5,7 @@
 use crate::job::{self, End};
 use crate::launch::{self, Mpi};
 use loggp_core::fit::{theil_sen_slope, ChangeDetector, Range};
+use loggp_core::prtt;
 use loggp_core::stats::{self, Summary};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -249,7 +250,6 @@ impl Params {
         let n = raw.meta_u64("n")?;
         let size = raw.meta_u64("size")?;
         let np = raw.meta_u64("np")?;
-        let nf = (n - 1) as f64;
         let rtt = raw.med("prtt", 1, size, false)?;
         let prtt_n = raw.med("prtt", n, size, false)?;
         // Eq. 6 assumes rank 0 spun d between sends. A repetition in which
@@ -280,26 +280,29 @@ impl Params {
         let d_act = Summary::of(&kept_d)
             .map(|s| s.median)
             .ok_or("kernel output lacks the delayed PRTT")?;
-        let o_s = (prtt_nd - rtt) / nf - d_act;
+        let o_s = prtt::send_overhead(prtt_nd, rtt, n, d_act);
         let o_s_call = raw.med("gs_burst", 1, size, false)?;
         let o_r = raw.med("or_call", 1, size, false)?;
-        let g = (prtt_n - rtt) / nf;
+        let g = prtt::gap(prtt_n, rtt, n);
         let (g_s, g_r, gap_method) = if np >= 3 {
             let p = np - 1;
             let a = raw.med("gs_1toN", n * p, size, false)?;
             let b = raw.med("gs_1toN", p, size, false)?;
             let c = raw.med("gr_Nto1", n * p, size, false)?;
             let e = raw.med("gr_Nto1", p, size, false)?;
-            let k = ((n - 1) * p) as f64;
-            ((a - b) / k, (c - e) / k, "one-to-many / many-to-one")
+            (
+                prtt::pattern_gap(a, b, n, p),
+                prtt::pattern_gap(c, e, n, p),
+                "one-to-many / many-to-one",
+            )
         } else {
             let a = raw.med("gs_burst", n, size, false)?;
             let b = raw.med("gs_burst", 1, size, false)?;
             let c = raw.med("gr_burst", n, size, false)?;
             let e = raw.med("gr_burst", 1, size, false)?;
             (
-                (a - b) / nf,
-                (c - e) / nf,
+                prtt::gap(a, b, n),
+                prtt::gap(c, e, n),
                 "sender burst / receiver burst (2 ranks)",
             )
         };
@@ -316,7 +319,7 @@ impl Params {
             };
             fit.push(FitPoint {
                 size: *s,
-                gap: (a.median - b.median) / nf,
+                gap: prtt::gap(a.median, b.median, n),
                 rtt: b.median,
             });
         }
@@ -363,7 +366,7 @@ impl Params {
             }
         }
         Ok(Params {
-            l: rtt / 2.0 - o_s - o_r,
+            l: prtt::latency(rtt, o_s, o_r),
             o_s,
             o_r,
             g,
