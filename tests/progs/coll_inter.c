@@ -3,7 +3,8 @@
  * MPI_Intercomm_create.
  *
  *   coll_inter [nb]     Barrier, Bcast, Gather, Gatherv, Scatter, Scatterv,
- *                       Allgather, Allgatherv, Alltoall, Alltoallv, Reduce
+ *                       Allgather, Allgatherv, Alltoall, Alltoallv,
+ *                       Alltoallw, Reduce
  *                       (sum, and a non-commutative user operation, whose
  *                       result shows the order of the operands) and
  *                       Allreduce, each with roots in both groups, checked
@@ -164,6 +165,20 @@ static void checks(MPI_Comm ic) {
     for (int i = 0; i < cnt[j]; i++)
       CHECK(rb[dsp[j] + i] == val(1 - grp, j, 100 * lr + i), "Alltoallv [%d][%d] = %d", j, i,
             rb[dsp[j] + i]);
+  /* Alltoallw: to remote j one int of block j, as MPI_INT, at byte
+   * displacement 4 N j; received as one int at reversed byte offsets. */
+  MPI_Datatype *ty = malloc(sizeof(MPI_Datatype) * 64);
+  for (int j = 0; j < rsize; j++) {
+    scnt[j] = 1, sdsp[j] = (int)sizeof(int) * N * j, ty[j] = MPI_INT;
+    cnt[j] = 1, dsp[j] = (int)sizeof(int) * (rsize - 1 - j);
+  }
+  for (int i = 0; i < N * rsize; i++) rb[i] = -1;
+  COLL(MPI_Alltoallw(sb, scnt, sdsp, ty, rb, cnt, dsp, ty, ic),
+       MPI_Ialltoallw(sb, scnt, sdsp, ty, rb, cnt, dsp, ty, ic, &q_));
+  for (int j = 0; j < rsize; j++)
+    CHECK(rb[rsize - 1 - j] == val(1 - grp, j, 100 * lr), "Alltoallw [%d] = %d", j,
+          rb[rsize - 1 - j]);
+  free(ty);
   long long ls[N], lsum[N];
   for (int i = 0; i < N; i++) ls[i] = val(grp, lr, i), lsum[i] = -1;
   COLL(MPI_Allreduce(ls, lsum, N, MPI_LONG_LONG, MPI_SUM, ic), MPI_Iallreduce(ls, lsum, N, MPI_LONG_LONG, MPI_SUM, ic, &q_));

@@ -820,13 +820,13 @@ pub struct W {
 }
 
 impl W {
-    unsafe fn n(&self, i: usize) -> usize {
+    pub unsafe fn n(&self, i: usize) -> usize {
         count(*self.counts.add(i))
     }
-    unsafe fn t(&self, i: usize) -> Datatype {
+    pub unsafe fn t(&self, i: usize) -> Datatype {
         *self.types.add(i)
     }
-    unsafe fn at(&self, buf: *const c_void, i: usize) -> *mut c_void {
+    pub unsafe fn at(&self, buf: *const c_void, i: usize) -> *mut c_void {
         buf.cast_mut()
             .wrapping_byte_offset(*self.displs.add(i) as isize)
     }

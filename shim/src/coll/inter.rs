@@ -13,7 +13,7 @@
 //! apply the remote group's operands in rank order (only the association
 //! changes, as for the intracommunicator algorithms).
 
-use super::algo::{Bufs, V};
+use super::algo::{Bufs, V, W};
 use super::ctx::{count, reduce_local, Ctx, Tmp, Ty, R};
 use crate::abi::{self, Datatype, Op};
 use std::ffi::{c_int, c_void};
@@ -209,4 +209,17 @@ pub async unsafe fn allreduce(
     }
     c.waitall(&mut reqs).await?;
     fold(&mut tmps, rbuf, n, dt, op)
+}
+
+/// Alltoallw: block j (its own count, datatype and byte displacement) goes
+/// to remote rank j, and remote rank j's block lands in receive block j.
+pub async unsafe fn alltoallw(c: &Ctx, sbuf: *const c_void, s: W, rbuf: *mut c_void, r: W) -> R {
+    let mut reqs = Vec::with_capacity(2 * c.p());
+    for j in 0..c.p() {
+        c.irecv(r.at(rbuf, j), r.n(j), r.t(j), j, &mut reqs)?;
+    }
+    for j in 0..c.p() {
+        c.isend(s.at(sbuf, j), s.n(j), s.t(j), j, &mut reqs)?;
+    }
+    c.waitall(&mut reqs).await
 }

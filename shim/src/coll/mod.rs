@@ -30,8 +30,8 @@
 //! receive at once (`algo::neighbor`).
 //!
 //! Intercommunicators: the collectives MPI defines there, blocking and
-//! nonblocking, but for Alltoallw and the reduce-scatters, run linear
-//! algorithms (`inter`); the others are refused with one line. Limits: the persistent
+//! nonblocking, but for the reduce-scatters, run
+//! linear algorithms (`inter`); the others are refused with one line. Limits: the persistent
 //! collectives of MPI-4, MPICH's vector large-count collectives
 //! (`MPI_Gatherv_c`, …) and scalar ones whose count exceeds an `int` stay
 //! native (correct but unperturbed).
@@ -401,7 +401,7 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
 
 /// The collectives the shim runs on an intercommunicator (`inter`): those
 /// whose intercommunicator form MPI defines, blocking and nonblocking, but
-/// for Alltoallw and the reduce-scatters. Any other stops the job with one
+/// for the reduce-scatters. Any other stops the job with one
 /// line, rather than run natively past the emulated network.
 unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op) {
     let supported = matches!(
@@ -416,6 +416,7 @@ unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op) {
             | Op::Allgatherv
             | Op::Alltoall
             | Op::Alltoallv
+            | Op::Alltoallw
             | Op::Reduce
             | Op::Allreduce
     );
@@ -430,8 +431,8 @@ unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op) {
         merged,
         &format!(
             "{name} on an intercommunicator is not supported while virtual time is on (the shim \
-             runs Barrier, Bcast, Gather(v), Scatter(v), Allgather(v), Alltoall(v), Reduce and \
-             Allreduce there, blocking and nonblocking); stopping"
+             runs Barrier, Bcast, Gather(v), Scatter(v), Allgather(v), Alltoall(v,w), Reduce and \
+             Allreduce there); stopping"
         ),
     );
 }
@@ -1172,6 +1173,9 @@ mpi_fn!(MPI_Alltoallw / PMPI_Alltoallw (sbuf: *const c_void, scounts: *const c_i
             W { counts: rcounts, displs: rdispls, types: rtypes },
         );
         if let Some(rc) = run(Op::Alltoallw, "MPI_Alltoallw", comm, |c, _| {
+            if c.inter {
+                return nb::block_on(inter::alltoallw(c, sbuf, s, rbuf, r));
+            }
             nb::block_on(algo::alltoallw(c, sbuf, s, rbuf, r))
         }) {
             return rc;
@@ -1187,6 +1191,9 @@ mpi_fn!(MPI_Ialltoallw / PMPI_Ialltoallw (sbuf: *const c_void, scounts: *const c
             W { counts: rcounts, displs: rdispls, types: rtypes },
         );
         if let Some(rc) = start(Op::Alltoallw, "MPI_Ialltoallw", comm, req, move |c, _| async move {
+            if c.inter {
+                return inter::alltoallw(&c, sbuf, s, rbuf, r).await;
+            }
             algo::alltoallw(&c, sbuf, s, rbuf, r).await
         }) {
             return rc;
