@@ -296,7 +296,7 @@ fn refusals(mpi: Mpi) {
         "a bad LOGGP_COLL_BCAST must stop the job with one line\n{}",
         out.describe()
     );
-    // The reduce-scatters on an intercommunicator are refused.
+    // Reduce_scatter on an intercommunicator is refused.
     let out = Job::new(mpi, "coll_inter")
         .np(2)
         .via(Via::Direct)

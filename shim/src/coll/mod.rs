@@ -30,7 +30,7 @@
 //! receive at once (`algo::neighbor`).
 //!
 //! Intercommunicators: the collectives MPI defines there, blocking and
-//! nonblocking, but for the reduce-scatters, run
+//! nonblocking, but for Reduce_scatter, run
 //! linear algorithms (`inter`); the others are refused with one line. Limits: the persistent
 //! collectives of MPI-4, MPICH's vector large-count collectives
 //! (`MPI_Gatherv_c`, …) and scalar ones whose count exceeds an `int` stay
@@ -401,7 +401,8 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
 
 /// The collectives the shim runs on an intercommunicator (`inter`): those
 /// whose intercommunicator form MPI defines, blocking and nonblocking, but
-/// for the reduce-scatters. Any other stops the job with one
+/// for Reduce_scatter (its remote block sizes are the remote group's
+/// counts, which this rank does not know). Any other stops the job with one
 /// line, rather than run natively past the emulated network.
 unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op) {
     let supported = matches!(
@@ -419,6 +420,7 @@ unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op) {
             | Op::Alltoallw
             | Op::Reduce
             | Op::Allreduce
+            | Op::ReduceScatterBlock
     );
     if supported {
         return;
@@ -431,8 +433,8 @@ unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op) {
         merged,
         &format!(
             "{name} on an intercommunicator is not supported while virtual time is on (the shim \
-             runs Barrier, Bcast, Gather(v), Scatter(v), Allgather(v), Alltoall(v,w), Reduce and \
-             Allreduce there); stopping"
+             runs Barrier, Bcast, Gather(v), Scatter(v), Allgather(v), Alltoall(v,w), Reduce, \
+             Allreduce and Reduce_scatter_block there); stopping"
         ),
     );
 }
@@ -844,6 +846,9 @@ mpi_fn!(MPI_Alltoallv / PMPI_Alltoallv (sbuf: *const c_void, scounts: *const c_i
 mpi_fn!(MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
     if active() && !invalid(comm, &[n], None) {
         if let Some(rc) = run(Op::ReduceScatterBlock, "MPI_Reduce_scatter_block", comm, |c, _| {
+            if c.inter {
+                return nb::block_on(inter::reduce_scatter_block(c, sbuf, rbuf, count(n), dt, op));
+            }
             let counts = vec![count(n); c.p()];
             nb::block_on(algo::reduce_scatter(c, sbuf, rbuf, &counts, dt, op))
         }) {
@@ -1121,6 +1126,9 @@ mpi_fn!(MPI_Ialltoallv / PMPI_Ialltoallv (sbuf: *const c_void, scounts: *const c
 mpi_fn!(MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm, req: *mut abi::Request) {
     if active() && !invalid(comm, &[n], None) {
         if let Some(rc) = start(Op::ReduceScatterBlock, "MPI_Ireduce_scatter_block", comm, req, move |c, _| async move {
+            if c.inter {
+                return inter::reduce_scatter_block(&c, sbuf, rbuf, count(n), dt, op).await;
+            }
             let counts = vec![count(n); c.p()];
             algo::reduce_scatter(&c, sbuf, rbuf, &counts, dt, op).await
         }) {
