@@ -308,9 +308,8 @@ fn refusals(mpi: Mpi) {
         !out.success()
             && !out.crashed()
             && lines.len() == 1
-            && lines[0]
-                .contains("MPI_Reduce_scatter_block on an intercommunicator is not supported"),
-        "an intercommunicator Reduce_scatter_block must stop the job with one line\n{}",
+            && lines[0].contains("MPI_Reduce_scatter on an intercommunicator is not supported"),
+        "an intercommunicator Reduce_scatter must stop the job with one line\n{}",
         out.describe()
     );
 }

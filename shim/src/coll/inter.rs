@@ -243,7 +243,7 @@ pub async unsafe fn reduce_scatter_block(
     let mut local: c_int = 0;
     real::PMPI_Comm_size(c.comm, &mut local);
     let total = n * count(local);
-    if c.p() == 0 || total % c.p() != 0 {
+    if c.p() == 0 || !total.is_multiple_of(c.p()) {
         return Err(abi::ERR_OTHER);
     }
     let remote_n = total / c.p();
