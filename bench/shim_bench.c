@@ -6,6 +6,17 @@
  *                (receiver waits WAIT_US + L before receiving; median of 300)
  *   gap          (PRTT(100,0,8) - PRTT(1,0,8)) / 99, Hoefler's PRTT method
  *   half_rtt_1m  1 MiB ping-pong, half round trip (median of 60)
+ *   rate_8       8-byte message rate, osu_mbw_mr style: a window of 64
+ *                Isends (rank 0) against 64 posted Irecvs (rank 1), Waitall,
+ *                a 1-byte acknowledgement; messages per second (median of
+ *                300 windows), reported in millions
+ *   bw_1m        streaming bandwidth, osu_bw style: a window of 16 Isends of
+ *                1 MiB, Waitall, acknowledgement; GB/s (median of 40)
+ *   send_ns      time per MPI_Send of 8 B in a burst of 2000 that the
+ *                receiver takes only afterwards (fastest of 30 bursts)
+ *   recv_ns      time per MPI_Recv of 8 B when all 2000 have arrived
+ *                (fastest of 30 bursts): with send_ns, the shim's own
+ *                cost per message on each side
  *   call_ns      nanoseconds per MPI_Test on MPI_REQUEST_NULL, an almost
  *                empty MPI call (median of 9 batches of 200000): the cost
  *                of the interposed wrapper itself
@@ -134,6 +145,69 @@ int main(int argc, char **argv) {
   }
   double hr1m = pct(t, N1M, 0.5);
 
+  /* Message rate: windows of 64 8-byte messages (osu_mbw_mr's pattern). */
+  const int W = 64, NW = 300;
+  MPI_Request wreq[64];
+  char *wbuf = calloc(W, 8);
+  double *tw = malloc(sizeof(double) * NW);
+  for (int i = -20; i < NW; i++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_us();
+    if (rank == 0) {
+      for (int j = 0; j < W; j++) MPI_Isend(wbuf + 8 * j, 8, MPI_BYTE, 1, 7, MPI_COMM_WORLD, &wreq[j]);
+      MPI_Waitall(W, wreq, MPI_STATUSES_IGNORE);
+      MPI_Recv(&ack, 1, MPI_BYTE, 1, 8, MPI_COMM_WORLD, &st);
+    } else {
+      for (int j = 0; j < W; j++) MPI_Irecv(wbuf + 8 * j, 8, MPI_BYTE, 0, 7, MPI_COMM_WORLD, &wreq[j]);
+      MPI_Waitall(W, wreq, MPI_STATUSES_IGNORE);
+      MPI_Send(&ack, 1, MPI_BYTE, 0, 8, MPI_COMM_WORLD);
+    }
+    if (i >= 0) tw[i] = W / (now_us() - t0); /* messages per us = millions/s */
+  }
+  double rate8 = pct(tw, NW, 0.5);
+
+  /* Streaming bandwidth: windows of 16 messages of 1 MiB (osu_bw). */
+  const int WB = 16, NB = 40;
+  char *sbuf = calloc((size_t)WB, (size_t)big_n);
+  for (int i = -3; i < NB; i++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_us();
+    for (int j = 0; j < WB; j++) {
+      char *p = sbuf + (size_t)j * big_n;
+      if (rank == 0) MPI_Isend(p, big_n, MPI_BYTE, 1, 9, MPI_COMM_WORLD, &wreq[j]);
+      else MPI_Irecv(p, big_n, MPI_BYTE, 0, 9, MPI_COMM_WORLD, &wreq[j]);
+    }
+    MPI_Waitall(WB, wreq, MPI_STATUSES_IGNORE);
+    if (rank == 0) MPI_Recv(&ack, 1, MPI_BYTE, 1, 10, MPI_COMM_WORLD, &st);
+    else MPI_Send(&ack, 1, MPI_BYTE, 0, 10, MPI_COMM_WORLD);
+    if (i >= 0) tw[i] = (double)WB * big_n / (now_us() - t0) / 1e3; /* GB/s */
+  }
+  double bw1m = pct(tw, NB, 0.5);
+  free(sbuf);
+
+  /* The shim's own cost per message on each side: a burst of sends that
+   * the receiver takes afterwards, then the receives of what has arrived. */
+  const int NBURST2 = 2000, NREP = 30;
+  double best_s = 1e30, best_r = 1e30;
+  for (int k = 0; k < NREP; k++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_us();
+    if (rank == 0) {
+      for (int j = 0; j < NBURST2; j++) MPI_Send(small, 8, MPI_BYTE, 1, 11, MPI_COMM_WORLD);
+      double d = (now_us() - t0) * 1e3 / NBURST2;
+      if (d < best_s) best_s = d;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_us();
+    if (rank == 1) {
+      for (int j = 0; j < NBURST2; j++) MPI_Recv(small, 8, MPI_BYTE, 0, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      double d = (now_us() - t0) * 1e3 / NBURST2;
+      if (d < best_r) best_r = d;
+    }
+  }
+  if (rank == 1) MPI_Send(&best_r, 1, MPI_DOUBLE, 0, 12, MPI_COMM_WORLD);
+  else MPI_Recv(&best_r, 1, MPI_DOUBLE, 1, 12, MPI_COMM_WORLD, &st);
+
   /* Wrapper cost: an almost empty call, many times. */
   double batches[9];
   for (int b = 0; b < 9; b++) {
@@ -145,10 +219,13 @@ int main(int argc, char **argv) {
   }
   double call_ns = pct(batches, 9, 0.5);
   if (rank == 0)
-    printf("half_rtt_8=%.4f half_rtt_8_p10=%.4f half_rtt_8_p90=%.4f o_s=%.4f o_r=%.4f gap=%.4f half_rtt_1m=%.3f call_ns=%.2f\n",
-           hr8, hr8_10, hr8_90, os, orr, gap, hr1m, call_ns);
+    printf("half_rtt_8=%.4f half_rtt_8_p10=%.4f half_rtt_8_p90=%.4f o_s=%.4f o_r=%.4f gap=%.4f half_rtt_1m=%.3f "
+           "rate_8=%.4f bw_1m=%.3f send_ns=%.1f recv_ns=%.1f call_ns=%.2f\n",
+           hr8, hr8_10, hr8_90, os, orr, gap, hr1m, rate8, bw1m, best_s, best_r, call_ns);
   free(big);
   free(t);
+  free(tw);
+  free(wbuf);
   MPI_Finalize();
   return 0;
 }

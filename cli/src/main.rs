@@ -89,6 +89,9 @@ struct RunArgs {
     /// LOGGP_INLINE_MAX: receives up to this size carry the piggyback by copy
     #[arg(long = "inline-max", value_name = "BYTES", allow_hyphen_values = true, value_parser = args::knob("LOGGP_INLINE_MAX"))]
     inline_max: Option<String>,
+    /// LOGGP_CLOCK: the shim's clock (auto: the TSC where the kernel uses it)
+    #[arg(long = "clock", value_name = "auto|monotonic", allow_hyphen_values = true, value_parser = args::knob("LOGGP_CLOCK"))]
+    clock: Option<String>,
     /// The launcher or program and its arguments, passed on untouched
     #[arg(last = true, value_name = "PROGRAM")]
     cmd: Vec<String>,
@@ -109,6 +112,7 @@ impl RunArgs {
             ("LOGGP_LOG", &self.log),
             ("LOGGP_REPORT", &self.report),
             ("LOGGP_INLINE_MAX", &self.inline_max),
+            ("LOGGP_CLOCK", &self.clock),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.as_ref().map(|v| (k.to_string(), v.clone())))

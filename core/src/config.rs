@@ -54,6 +54,10 @@ pub struct Config {
     /// piggyback by copying through a staging buffer; larger ones use a
     /// zero-copy struct datatype.
     pub inline_max: u64,
+    /// The shim's clock reads the time-stamp counter where the kernel's
+    /// clocksource is `tsc` (`LOGGP_CLOCK=auto`), or always
+    /// CLOCK_MONOTONIC (`monotonic`).
+    pub tsc_clock: bool,
 }
 
 impl Default for Config {
@@ -70,6 +74,7 @@ impl Default for Config {
             log: LogLevel::Off,
             report: None,
             inline_max: DEFAULT_INLINE_MAX,
+            tsc_clock: true,
         }
     }
 }
@@ -114,6 +119,11 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "LOGGP_INLINE_MAX",
         "bytes below which the piggyback is staged",
         "16384",
+    ),
+    (
+        "LOGGP_CLOCK",
+        "the shim's clock: auto (TSC where the kernel uses it), monotonic",
+        "auto",
     ),
 ];
 
@@ -223,6 +233,13 @@ impl Config {
                     c.inline_max = units::parse_bytes(v)
                         .filter(|&n| n <= 1 << 30)
                         .ok_or_else(|| err(k, v, &format!("{SIZE_ACCEPTED}, at most 1GiB")))?
+                }
+                "LOGGP_CLOCK" => {
+                    c.tsc_clock = match v.trim() {
+                        "auto" => true,
+                        "monotonic" => false,
+                        _ => return Err(err(k, v, "auto or monotonic")),
+                    }
                 }
                 other if FOREIGN_VARIABLES.contains(&other) || other.starts_with("LOGGP_TEST_") => {
                 }
@@ -396,6 +413,13 @@ mod tests {
     #[test]
     fn foreign_variables_are_ignored() {
         assert!(cfg(&[("LOGGP_MPI", "mpich"), ("LOGGP_TEST_X", "1")]).is_ok());
+        assert!(cfg(&[("LOGGP_CLOCK", "monotonic")]).is_ok_and(|c| !c.tsc_clock));
+        assert!(cfg(&[("LOGGP_CLOCK", "auto")]).is_ok_and(|c| c.tsc_clock));
+        let e = cfg(&[("LOGGP_CLOCK", "rdtsc")]).unwrap_err();
+        assert_eq!(
+            (e.var.as_str(), e.accepted.as_str()),
+            ("LOGGP_CLOCK", "auto or monotonic")
+        );
         assert!(cfg(&[("LOGGP_COLL_BCAST", "binomial")]).is_ok());
     }
 

@@ -49,11 +49,14 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 pub fn round_ns(x: f64) -> u64 {
     const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-    let r = x.round();
     // Comparisons are quiet (ucomisd, no flag even for NaN).
-    if r.is_nan() || r <= 0.0 {
-        0
-    } else if r < TWO_63 {
+    if x.is_nan() || x <= 0.0 {
+        return 0;
+    }
+    // Half up by truncation (x > 0 here), instead of f64::round, which is
+    // a libm call on the message path without SSE4.1.
+    let r = x + 0.5;
+    if r < TWO_63 {
         r as u64
     } else if r < 2.0 * TWO_63 {
         (r - TWO_63) as u64 | 1 << 63

@@ -8,9 +8,16 @@
 //!   until `d + g_s + (s-1)·G` (LogGP's `g + (s-1)G`). A blocking send
 //!   completes no earlier than the last byte's departure `d + (s-1)·G`.
 //! * receive: the message virtually arrives at
-//!   `a = d + L_native(s) + L + (s-1)·max(0, G - G_native)` and is delivered
-//!   at `r = max(native completion, a, previous delivery + g_r)`, after which
-//!   the receiver spins `o_r`.
+//!   `a = max(d + L_native(s), seen) + L + (s-1)·max(0, G - G_native)` and
+//!   is delivered at `r = max(native completion, a, previous delivery +
+//!   g_r)`, after which the receiver spins `o_r`. `seen` is what the
+//!   receiver observed of the native arrival (0 when nothing): when it was
+//!   inside MPI waiting for the message longer than an uncontended transit,
+//!   the message came natively late (contention, a protocol step), and the
+//!   added `L` and `G` then count from when it came, not from when it would
+//!   have come uncontended (DESIGN.md §1: added L is additive). A message
+//!   that arrived while the receiver computed keeps `seen = 0`: its `L`
+//!   overlaps the computation.
 //!
 //! Every time here is nanoseconds on one monotonic clock, passed in.
 
@@ -185,6 +192,10 @@ pub struct RecvGate {
     g_big: f64,
     transit: Transit,
     last_delivery: Option<u64>,
+    /// Smallest `now - d` seen by `reserve` since the last
+    /// `take_min_one_way`: the one-way time from the sender's departure
+    /// stamp to this gate, as start-up learns the native transit.
+    min_one_way: u64,
 }
 
 impl RecvGate {
@@ -195,20 +206,53 @@ impl RecvGate {
             g_big: cfg.g_big,
             transit,
             last_delivery: None,
+            min_one_way: u64::MAX,
         }
     }
 
     /// Virtual arrival `a` of a message that departed at `d`.
     pub fn arrival(&self, d: u64, bytes: u64) -> u64 {
+        self.arrival_seen(d, bytes, 0)
+    }
+
+    /// Virtual arrival of a message that departed at `d` and that the
+    /// receiver saw arrive natively no earlier than `seen` (0: unknown).
+    pub fn arrival_seen(&self, d: u64, bytes: u64, seen: u64) -> u64 {
         let extra_g = (self.g_big - self.transit.per_byte_ns).max(0.0);
-        let t = self.transit.of(bytes) + self.l as f64 + bytes_after_first(bytes) * extra_g;
-        d + round_ns(t)
+        let native = (d + round_ns(self.transit.of(bytes))).max(seen);
+        native + round_ns(self.l as f64 + bytes_after_first(bytes) * extra_g)
+    }
+
+    /// True when what the receiver saw of native arrivals can change a
+    /// delivery (an added `L` or `G`); the receiver need not look
+    /// otherwise (a clock read saved per message).
+    pub fn uses_seen(&self) -> bool {
+        self.l > 0 || self.g_big > self.transit.per_byte_ns
+    }
+
+    /// What a receiver saw when it was inside MPI, waiting for an
+    /// `bytes`-byte message, from `since` until it completed at `now`: if
+    /// that took longer than the message's uncontended transit, it did
+    /// not arrive before the receiver asked, and it came natively at
+    /// about `now`; otherwise it may have been there already (it was
+    /// only copied out), and nothing is known (0).
+    pub fn seen_waiting(&self, since: u64, now: u64, bytes: u64) -> u64 {
+        if since > 0 && now.saturating_sub(since) > round_ns(self.transit.of(bytes)) {
+            now
+        } else {
+            0
+        }
     }
 
     /// Earliest time at which the message may be delivered: `max(a, previous
     /// delivery + g_r)`. Native completion is the caller's `now`.
     pub fn ready_at(&self, d: u64, bytes: u64) -> u64 {
-        let a = self.arrival(d, bytes);
+        self.ready_at_seen(d, bytes, 0)
+    }
+
+    /// `ready_at` with what the receiver saw of the native arrival.
+    pub fn ready_at_seen(&self, d: u64, bytes: u64, seen: u64) -> u64 {
+        let a = self.arrival_seen(d, bytes, seen);
         match self.last_delivery {
             Some(last) if self.g_r > 0 => a.max(last + self.g_r),
             _ => a,
@@ -222,9 +266,28 @@ impl RecvGate {
     /// two threads (MPI_THREAD_MULTIPLE) both read the same last delivery
     /// and deliver less than `g_r` apart; reservations never do.
     pub fn reserve(&mut self, now: u64, d: u64, bytes: u64) -> u64 {
-        let r = now.max(self.ready_at(d, bytes));
+        self.reserve_seen(now, d, bytes, 0)
+    }
+
+    /// `reserve` with what the receiver saw of the native arrival
+    /// (`seen_waiting`; 0 when nothing).
+    pub fn reserve_seen(&mut self, now: u64, d: u64, bytes: u64, seen: u64) -> u64 {
+        self.min_one_way = self.min_one_way.min(now.saturating_sub(d));
+        let r = now.max(self.ready_at_seen(d, bytes, seen));
         self.last_delivery = Some(self.last_delivery.map_or(r, |l| l.max(r)));
         r
+    }
+
+    /// The smallest `now - d` over the reservations since the last call
+    /// (None when there were none), and starts afresh. Start-up takes the
+    /// native transit `L_native(s)` from it: the minimum one-way time from
+    /// the sender's departure stamp to the receiver's gate, shim's own
+    /// work between the two included, so that with every knob at zero the
+    /// gate holds no message (it would, by the shim's own costs before the
+    /// stamp and after the gate, if the transit were a half round trip).
+    pub fn take_min_one_way(&mut self) -> Option<u64> {
+        let m = std::mem::replace(&mut self.min_one_way, u64::MAX);
+        (m != u64::MAX).then_some(m)
     }
 }
 
@@ -312,6 +375,86 @@ mod tests {
         assert_eq!(g2.arrival(0, 1000), 325);
     }
 
+    /// The delivery rule under contention (DESIGN.md §1, "Added L is
+    /// additive"): transit 1 us uncontended, L = +20 us.
+    fn contention_gate() -> RecvGate {
+        RecvGate::new(
+            &cfg(|c| c.l = 20_000),
+            Transit::from_points(&[(8, 1_000.0), (16_384, 1_000.0)]),
+        )
+    }
+
+    #[test]
+    fn uncontended_message_arrives_l_after_its_transit() {
+        let mut g = contention_gate();
+        // Sent at 10 us; the receiver waited from 9 us and saw it come at
+        // 11 us, its uncontended arrival: delivered L later, at 31 us.
+        let seen = g.seen_waiting(9_000, 11_000, 8);
+        assert_eq!(seen, 11_000);
+        assert_eq!(g.reserve_seen(11_000, 10_000, 8, seen), 31_000);
+        // Waiting shorter than a transit says nothing.
+        assert_eq!(g.seen_waiting(10_500, 11_000, 8), 0);
+        assert_eq!(g.reserve_seen(11_000, 10_000, 8, 0), 31_000);
+    }
+
+    #[test]
+    fn contended_message_still_arrives_l_later_than_natively() {
+        let mut g = contention_gate();
+        // Sent at 10 us; natively 6 us late (it came at 17 us, not 11 us)
+        // while the receiver waited from 5 us. A LogGP machine with L
+        // raised delivers it L after it came: 37 us, not max(17, 31) = 31.
+        let seen = g.seen_waiting(5_000, 17_000, 8);
+        assert_eq!(g.reserve_seen(17_000, 10_000, 8, seen), 37_000);
+        // The old rule would have let the 6 us of contention absorb 6 us
+        // of the added L.
+        assert_eq!(contention_gate().reserve(17_000, 10_000, 8), 31_000);
+    }
+
+    #[test]
+    fn message_that_arrived_during_computation_overlaps_l() {
+        let mut g = contention_gate();
+        // Sent at 10 us, the receiver computed until 25 us and found it
+        // there (the receive took 0.1 us): L overlapped the computation.
+        let seen = g.seen_waiting(25_000, 25_100, 8);
+        assert_eq!(seen, 0);
+        assert_eq!(g.reserve_seen(25_100, 10_000, 8, seen), 31_000);
+        // Had it computed until 40 us, it would wait for nothing.
+        let mut g = contention_gate();
+        assert_eq!(
+            g.reserve_seen(40_100, 10_000, 8, g.seen_waiting(40_000, 40_100, 8)),
+            40_100
+        );
+    }
+
+    #[test]
+    fn probe_that_waited_sees_the_message_come_late() {
+        // A blocking probe that polled from 5 us and found the message at
+        // 17 us is a receiver that waited: the message is visible at 37 us.
+        let g = contention_gate();
+        let seen = g.seen_waiting(5_000, 17_000, 8);
+        assert_eq!(g.ready_at_seen(10_000, 8, seen), 37_000);
+        // A probe that finds it at once learns nothing: 31 us.
+        assert_eq!(
+            g.ready_at_seen(10_000, 8, g.seen_waiting(17_000, 17_050, 8)),
+            31_000
+        );
+    }
+
+    #[test]
+    fn seen_matters_only_with_added_l_or_g() {
+        let t = Transit::from_points(&[(8, 1_000.0), (1 << 20, 100_000.0)]);
+        assert!(!RecvGate::new(&Config::default(), t).uses_seen());
+        assert!(!RecvGate::new(&cfg(|c| c.g_r = 5_000), t).uses_seen());
+        assert!(RecvGate::new(&cfg(|c| c.l = 1), t).uses_seen());
+        // G below native (0.095 ns/B here) adds nothing; above it does.
+        assert!(!RecvGate::new(&cfg(|c| c.g_big = 0.05), t).uses_seen());
+        assert!(RecvGate::new(&cfg(|c| c.g_big = 1.0), t).uses_seen());
+        // At zero knobs a seen arrival changes nothing: it is never later
+        // than the receiver's own now.
+        let mut g = RecvGate::new(&Config::default(), t);
+        assert_eq!(g.reserve_seen(17_000, 10_000, 8, 17_000), 17_000);
+    }
+
     #[test]
     fn overlap_hides_latency() {
         // Message departed at 0 with L=50us; receiver asks at 200us: no delay.
@@ -320,6 +463,20 @@ mod tests {
         // With L=500us it is not there yet at 200us: delivered at 500us.
         let mut g = RecvGate::new(&cfg(|c| c.l = 500_000), Transit::default());
         assert_eq!(g.reserve(200_000, 0, 8), 500_000);
+    }
+
+    #[test]
+    fn min_one_way_is_learned_and_restarted() {
+        let mut g = RecvGate::new(&Config::default(), Transit::default());
+        assert_eq!(g.take_min_one_way(), None);
+        g.reserve(1_300, 1_000, 8);
+        g.reserve(2_250, 2_000, 8);
+        g.reserve(3_400, 3_000, 8);
+        assert_eq!(g.take_min_one_way(), Some(250));
+        // A stamp from a clock ahead of ours counts as zero, never wraps.
+        g.reserve(5_000, 5_100, 8);
+        assert_eq!(g.take_min_one_way(), Some(0));
+        assert_eq!(g.take_min_one_way(), None);
     }
 
     #[test]

@@ -1,11 +1,26 @@
 //! The one clock: CLOCK_MONOTONIC, shared by every process on a host, in
-//! nanoseconds. Read through the vDSO (~20 ns).
+//! nanoseconds.
+//!
+//! Read through the vDSO it costs ~23 ns here, the largest single item of
+//! the shim's own cost per message (two reads per message, one on each
+//! side; `bench/side_calls.c`). Where the kernel itself keeps time with
+//! the processor's invariant time-stamp counter (clocksource `tsc`), `now`
+//! reads the counter (~10 ns) and extrapolates from the last
+//! CLOCK_MONOTONIC reading of this thread (its anchor), re-anchoring at
+//! least every `ANCHOR_NS`: the value stays CLOCK_MONOTONIC's to within
+//! the rate's error over that span (the rate is calibrated against
+//! CLOCK_MONOTONIC over start-up, ~10 ms: a few ppm, well under 1 ns), so
+//! ranks and threads still share one clock. Elsewhere, and until
+//! calibrated, it is `clock_gettime`. The arithmetic is `loggp_core::tsc`.
 
+use loggp_core::tsc::{Anchor, TscRate};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
-/// Nanoseconds on CLOCK_MONOTONIC.
+/// CLOCK_MONOTONIC through the vDSO.
 #[inline]
-pub fn now() -> u64 {
+pub fn monotonic() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -13,6 +28,70 @@ pub fn now() -> u64 {
     // SAFETY: valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Longest extrapolation from an anchor, ns.
+const ANCHOR_NS: u64 = 20_000;
+
+/// The counter's calibrated rate (`loggp_core::tsc`), once start-up has
+/// set it; until then, and where it is not used, `now` is `monotonic`.
+static RATE: OnceLock<TscRate> = OnceLock::new();
+
+thread_local! {
+    static ANCHOR: Cell<Anchor> = const { Cell::new(Anchor::new()) };
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn ticks() -> u64 {
+    // SAFETY: RDTSC exists on every x86-64 processor.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn ticks() -> u64 {
+    0
+}
+
+/// A calibration point: (counter, CLOCK_MONOTONIC) read back to back.
+pub fn stamp() -> (u64, u64) {
+    let t = ticks();
+    (t, monotonic())
+}
+
+/// Starts using the counter, with the rate between two stamps taken some
+/// milliseconds apart, when the kernel's clocksource is the TSC (so that it
+/// is invariant and shared by all processors), unless `use_tsc` is false
+/// (`LOGGP_CLOCK=monotonic`).
+pub fn calibrate(a: (u64, u64), b: (u64, u64), use_tsc: bool) {
+    if !cfg!(target_arch = "x86_64") || !use_tsc {
+        return;
+    }
+    let tsc =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .is_ok_and(|s| s.trim() == "tsc");
+    if let (true, Some(r)) = (tsc, TscRate::from_stamps(a, b, ANCHOR_NS)) {
+        let _ = RATE.set(r);
+    }
+}
+
+/// Nanoseconds on CLOCK_MONOTONIC (see the module's text).
+#[inline]
+pub fn now() -> u64 {
+    let Some(rate) = RATE.get() else {
+        return monotonic();
+    };
+    let t = ticks();
+    ANCHOR.with(|c| {
+        let mut a = c.get();
+        let v = match a.read(rate, t) {
+            Some(v) => v,
+            None => a.reset(t, monotonic()),
+        };
+        c.set(a);
+        v
+    })
 }
 
 static YIELD: AtomicBool = AtomicBool::new(false);

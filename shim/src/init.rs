@@ -97,6 +97,7 @@ pub unsafe fn after_init(cfg: Config) {
             "cannot resolve MPI's predefined handles; is this the MPI the shim was built for?",
         );
     };
+    let clock_start = crate::clock::stamp();
     let (mut rank, mut size) = (0, 1);
     PMPI_Comm_rank(c.comm_world, &mut rank);
     PMPI_Comm_size(c.comm_world, &mut size);
@@ -143,6 +144,9 @@ pub unsafe fn after_init(cfg: Config) {
         Native::default()
     };
     let transit = native.transit;
+    // Start-up so far took some milliseconds (~10 with the ping-pong):
+    // enough to calibrate the counter behind `clock::now`.
+    crate::clock::calibrate(clock_start, crate::clock::stamp(), cfg.tsc_clock);
     if cfg.vt_active() && size >= 2 {
         check_hosts(&c, private, rank, &cfg);
     }
@@ -166,6 +170,9 @@ pub unsafe fn after_init(cfg: Config) {
     }
     let mut e = Engine::new(cfg, c, rank, size, transit);
     e.set_own_costs(native.own_send_ns, native.own_recv_ns);
+    let mut provided: c_int = abi::THREAD_MULTIPLE;
+    PMPI_Query_thread(&mut provided);
+    e.set_thread_level(provided);
     PMPI_Comm_dup(c.comm_self, &mut e.self_comm.0);
     e.progress_comm = SharedHandle(private);
     engine::install(e);
@@ -206,11 +213,12 @@ unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
 /// 0 and 1 (minimum half round trip of 8 B and of 1 MiB) and broadcast.
 ///
 /// The ping-pong runs *through the engine itself* with every knob at zero,
-/// so the transit includes the shim's own per-message work (staging,
-/// header, gate). Otherwise that work, which lies between the departure
-/// stamp and the receiver's gate, would hide under `L` and the realised `L`
-/// would fall short of the request by that much (measured: ~0.3 µs).
-/// Ranks on one host share it exactly; across hosts it is the 0–1 pair's.
+/// and the transit is the minimum time from the sender's departure stamp
+/// `d` to the receiver's gate: the shim's own work between the two
+/// (staging, header) is part of it, so it does not hide under `L`, and the
+/// shim's work before the stamp and after the gate is not, so that at zero
+/// knobs the gate holds no message (a half round trip would hold each by
+/// that work, ~0.1 µs). Across hosts it is the 0–1 pair's.
 unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size: c_int) -> Native {
     const BIG: usize = 1 << 20;
     // (bytes, warm-up, timed) per size: small sizes, both sides of the
@@ -239,7 +247,13 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
     };
     let probe = Engine::new(zero, *c, rank, size, Transit::default());
     let mut buf = vec![0u8; BIG];
+    // Per size: the minimum one-way time from the sender's stamp `d` to
+    // the receiver's gate, each direction seen by its receiver's gate
+    // (rank 1: 0 → 1, rank 0: 1 → 0). Their mean is the transit; on one
+    // host both are the same, across hosts a clock offset adds to one and
+    // takes from the other. The half round trip is the fallback.
     let mut result = [0f64; SIZES.len()];
+    let mut half_rtt = [f64::INFINITY; SIZES.len()];
     let mut st = Status::zeroed();
     // Warm-up rounds (first touches, lazy connection set-up) are not timed.
     for (i, &(len, warm, reps)) in SIZES.iter().enumerate() {
@@ -249,6 +263,7 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
         for k in 0..warm + reps {
             if k == warm {
                 best = f64::INFINITY;
+                probe.take_min_one_way();
             }
             if rank == 0 {
                 let t0 = now();
@@ -278,7 +293,38 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
                 probe.send(Mode::Standard, buf.as_ptr().cast(), n, c.byte, 0, 7, comm);
             }
         }
-        result[i] = best;
+        half_rtt[i] = best;
+        result[i] = probe.take_min_one_way().map_or(f64::INFINITY, |v| v as f64);
+    }
+    // Rank 0 combines its direction with rank 1's.
+    if rank == 1 {
+        PMPI_Send(
+            result.as_ptr().cast(),
+            c_int::try_from(SIZES.len()).unwrap_or(0),
+            c.double,
+            0,
+            12,
+            comm,
+        );
+    } else if rank == 0 {
+        let mut other = [0f64; SIZES.len()];
+        PMPI_Recv(
+            other.as_mut_ptr().cast(),
+            c_int::try_from(SIZES.len()).unwrap_or(0),
+            c.double,
+            1,
+            12,
+            comm,
+            &mut st,
+        );
+        for i in 0..SIZES.len() {
+            let (a, b) = (result[i], other[i]);
+            result[i] = if a.is_finite() && b.is_finite() {
+                (a + b) / 2.0
+            } else {
+                half_rtt[i]
+            };
+        }
     }
 
     // The shim's own cost inside a send call (measured on rank 0) and inside
@@ -476,9 +522,10 @@ pub unsafe fn before_finalize() {
         let k = &e.counters;
         log::line(&format!(
             "rank {}: {sends} sends ({bytes_sent} B), {recvs} deliveries ({bytes_recv} B), \
-             {:.1} us holding deliveries, {:.1} us waiting to depart, {} probed early",
+             {:.1} us holding {} deliveries, {:.1} us waiting to depart, {} probed early",
             e.rank,
             k.gate_wait_ns.load(Ordering::Relaxed) as f64 / 1e3,
+            k.gate_holds.load(Ordering::Relaxed),
             k.send_wait_ns.load(Ordering::Relaxed) as f64 / 1e3,
             k.probed.load(Ordering::Relaxed)
         ));
@@ -496,12 +543,15 @@ pub unsafe fn before_finalize() {
 unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
     let k = &e.counters;
     let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
-    let mine: [u64; 7] = [
+    const N: usize = 8;
+    const NC: c_int = 8;
+    let mine: [u64; N] = [
         sends,
         recvs,
         bytes_sent,
         bytes_recv,
         k.gate_wait_ns.load(Ordering::Relaxed),
+        k.gate_holds.load(Ordering::Relaxed),
         k.send_wait_ns.load(Ordering::Relaxed),
         k.probed.load(Ordering::Relaxed),
     ];
@@ -511,18 +561,18 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
     } else {
         usize::try_from(e.size).unwrap_or(1)
     };
-    let mut all = vec![0u64; 7 * size];
+    let mut all = vec![0u64; N * size];
     // Gather through point-to-point on the private communicator (rank 0
     // collects); the shim's own traffic bypasses the engine.
     let mut st = Status::zeroed();
     if per_rank {
         all.copy_from_slice(&mine);
     } else if e.rank == 0 {
-        all[..7].copy_from_slice(&mine);
+        all[..N].copy_from_slice(&mine);
         for r in 1..size {
             PMPI_Recv(
-                all[7 * r..].as_mut_ptr().cast::<c_void>(),
-                7,
+                all[N * r..].as_mut_ptr().cast::<c_void>(),
+                NC,
                 e.c.uint64,
                 c_int::try_from(r).unwrap_or(0),
                 11,
@@ -531,20 +581,20 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
             );
         }
     } else {
-        PMPI_Send(mine.as_ptr().cast(), 7, e.c.uint64, 0, 11, comm);
+        PMPI_Send(mine.as_ptr().cast(), NC, e.c.uint64, 0, 11, comm);
         return;
     }
     let mut ranks = Vec::new();
     for r in 0..size {
-        let v = &all[7 * r..7 * r + 7];
+        let v = &all[N * r..N * r + N];
         let r = if per_rank {
             usize::try_from(e.rank).unwrap_or(0)
         } else {
             r
         };
         ranks.push(format!(
-            "{{\"rank\":{r},\"sends\":{},\"recvs\":{},\"bytes_sent\":{},\"bytes_recv\":{},\"gate_wait_ns\":{},\"send_wait_ns\":{},\"probed\":{}}}",
-            v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+            "{{\"rank\":{r},\"sends\":{},\"recvs\":{},\"bytes_sent\":{},\"bytes_recv\":{},\"gate_wait_ns\":{},\"gate_holds\":{},\"send_wait_ns\":{},\"probed\":{}}}",
+            v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
         ));
     }
     let c = &e.cfg;

@@ -53,6 +53,7 @@ macro_rules! reals {
 reals! {
     fn PMPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char);
     fn PMPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int);
+    fn PMPI_Query_thread(provided: *mut c_int);
     fn PMPI_Finalize();
     fn PMPI_Initialized(flag: *mut c_int);
     fn PMPI_Finalized(flag: *mut c_int);

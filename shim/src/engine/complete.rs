@@ -144,7 +144,8 @@ impl Engine {
         if r == self.c.request_null {
             return PMPI_Wait(req, status);
         }
-        if nb::running() {
+        let polled = nb::running();
+        if polled {
             // Nonblocking collectives in flight: wait by polling, so that
             // they progress meanwhile (the request may depend on them).
             loop {
@@ -161,7 +162,12 @@ impl Engine {
             }
         }
         let mut st = Status::zeroed();
+        if !polled {
+            // A blocking native Wait (else the loop above polled).
+            waiting_begins(self);
+        }
         let rc = self.complete_one(req, &mut st);
+        waiting_ends();
         if !abi::status_ignored(status) {
             st.copy_to(status);
         }
@@ -181,6 +187,7 @@ impl Engine {
                     }
                 }
                 let rc2 = self.finish(&mut p, st, true, rc);
+                self.recycle(p);
                 if ok(rc) {
                     rc2
                 } else {
@@ -314,6 +321,9 @@ impl Engine {
         if !self.any_tracked(rs) && !nb::running() {
             return PMPI_Waitall(n, reqs, statuses);
         }
+        if !nb::running() {
+            return self.waitall_native_first(rs, statuses);
+        }
         let ignore = abi::statuses_ignored(statuses);
         let mut rc_all = abi::SUCCESS;
         // Complete in the order the emulated machine allows: repeatedly the
@@ -363,6 +373,80 @@ impl Engine {
             if !progressed {
                 nb::progress_all();
                 std::hint::spin_loop();
+            }
+        }
+        rc_all
+    }
+
+    /// Waitall when no collective of the shim's needs progress: MPI's own
+    /// Waitall completes every request natively (one progress loop, not a
+    /// status query per request per sweep, which cost a third of the
+    /// message rate), then the shim's requests are delivered in the order
+    /// of their emulated readiness, each waiting at the gate as in Wait.
+    /// Waitall returns only when all are complete, so the emulated times
+    /// are those of completing them one by one.
+    unsafe fn waitall_native_first(&self, rs: &mut [Request], statuses: *mut Status) -> c_int {
+        let len = rs.len();
+        let keys: Vec<Request> = rs.to_vec();
+        let mut sts = vec![Status::zeroed(); len];
+        waiting_begins(self);
+        let rc_native = PMPI_Waitall(as_int(len), rs.as_mut_ptr(), sts.as_mut_ptr());
+        // On MPI_ERR_IN_STATUS a request whose status says MPI_ERR_PENDING
+        // was not completed: it stays as it is, ours included.
+        let in_status = rc_native == abi::ERR_IN_STATUS;
+        if rc_native != abi::SUCCESS && !in_status {
+            waiting_ends();
+            return rc_native;
+        }
+        let mut mine: Vec<(u64, usize, Pending)> = Vec::new();
+        for (i, &k) in keys.iter().enumerate() {
+            if k == self.c.request_null || (in_status && sts[i].error() == abi::ERR_PENDING) {
+                continue;
+            }
+            let Some(mut p) = self.take(k) else {
+                continue;
+            };
+            if let Pending::PRecv { hdr, .. } = &mut p {
+                // Persistent receive: the header landed in the live entry.
+                if let Some(Pending::PRecv { hdr: live, .. }) = self.lock().reqs.get(&key(k)) {
+                    **hdr = **live;
+                }
+            }
+            // The order of deliveries matters only when g_r spaces them;
+            // Waitall returns after the last either way.
+            let t = if self.cfg.g_r > 0 {
+                let st = self.lock();
+                self.ready_time(&p, &sts[i], &st.gate)
+            } else {
+                0
+            };
+            mine.push((t, i, p));
+        }
+        mine.sort_by_key(|m| (m.0, m.1));
+        let mut rc_all = rc_native;
+        for (_, i, mut p) in mine {
+            let rc_i = if in_status {
+                sts[i].error()
+            } else {
+                abi::SUCCESS
+            };
+            let rc = self.finish(&mut p, &mut sts[i], true, rc_i);
+            self.recycle(p);
+            if !ok(rc) && ok(rc_i) {
+                if !in_status {
+                    // Now every status must say how its request ended.
+                    for st in sts.iter_mut() {
+                        st.set_error(abi::SUCCESS);
+                    }
+                }
+                rc_all = abi::ERR_IN_STATUS;
+                sts[i].set_error(rc);
+            }
+        }
+        waiting_ends();
+        if !abi::statuses_ignored(statuses) {
+            for (i, st) in sts.iter().enumerate() {
+                st.copy_to_all(statuses.add(i));
             }
         }
         rc_all

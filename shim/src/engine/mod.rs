@@ -47,8 +47,10 @@ use crate::coll::nb;
 use crate::log;
 use crate::real::*;
 use loggp_core::{Config, Envelope, Pattern, RecvGate, SendSide, Stash, Transit};
+use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -61,15 +63,42 @@ pub enum Mode {
     Ready,
 }
 
+/// A table keyed by MPI handles (request and message handles as integers).
+/// Keys are addresses or small integers chosen by the MPI library, not by
+/// an adversary, so a multiplicative hash serves: the default SipHash cost
+/// ~20 ns per lookup, three lookups per nonblocking message.
+pub(super) type HandleMap<V> = HashMap<usize, V, BuildHasherDefault<HandleHasher>>;
+
+/// Fibonacci hashing of one `usize` (Knuth, TAOCP vol. 3, §6.4). The
+/// product's high half is well mixed, its low bits are not for aligned
+/// pointers (their trailing zeros stay): the halves are swapped, since the
+/// table takes its bucket from the low bits.
+#[derive(Default)]
+pub(super) struct HandleHasher(u64);
+
+impl std::hash::Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0.rotate_left(32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 pub(super) struct State {
     send: SendSide,
     gate: RecvGate,
-    reqs: HashMap<usize, Pending>,
+    reqs: HandleMap<Pending>,
     /// Probed messages in the order they were taken off the network. Boxed:
     /// a message handed out by Improbe is named by its box's address.
     stash: Stash<Box<Stashed>>,
     /// Probed messages handed to the application as MPI_Message handles.
-    messages: HashMap<usize, Box<Stashed>>,
+    messages: HandleMap<Box<Stashed>>,
     #[cfg_attr(ompi, allow(dead_code))]
     next_message: usize,
     /// Buffered sends in flight (our own buffering; see `bsend`).
@@ -78,6 +107,9 @@ pub(super) struct State {
     /// (MPI_Request_free): the shim keeps their requests and places the
     /// data when they complete (`reap_freed`).
     freed: Vec<(Request, Wire)>,
+    /// Staging buffers of completed nonblocking messages, for the next
+    /// ones (`Engine::stage_buf`): a malloc and a free less per message.
+    pool: Vec<Vec<u8>>,
     /// Counters for the report, kept under the lock the hot path already
     /// takes (no extra atomics per message).
     sends: u64,
@@ -87,8 +119,44 @@ pub(super) struct State {
 }
 
 // SAFETY: request handles are plain values MPI lets any thread use; the
-// state is only touched under its mutex.
+// state is only touched under its lock.
 unsafe impl Send for State {}
+
+/// The engine's state behind a lock that costs nothing unless threads may
+/// call MPI at the same time. Below MPI_THREAD_MULTIPLE the application
+/// guarantees that its MPI calls never overlap (MPI-4.0 §11.6.2: SINGLE,
+/// FUNNELED, SERIALIZED) and orders them itself, and the shim touches its
+/// state only inside MPI calls on the calling thread, so no two threads
+/// can hold the state at once; under MPI_THREAD_MULTIPLE it is a mutex.
+/// The mutex's lock and unlock cost ~13 ns, two of them per message.
+struct StateLock {
+    multi: AtomicBool,
+    mutex: Mutex<()>,
+    cell: UnsafeCell<State>,
+}
+
+// SAFETY: access to `cell` is serialised by `mutex` under
+// MPI_THREAD_MULTIPLE and by the application's MPI thread level otherwise.
+unsafe impl Sync for StateLock {}
+
+/// Access to the state; the mutex's guard, if any, is held as long.
+struct StateGuard<'a> {
+    _held: Option<MutexGuard<'a, ()>>,
+    state: &'a mut State,
+}
+
+impl std::ops::Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        self.state
+    }
+}
+
+impl std::ops::DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.state
+    }
+}
 
 /// Counters for the report (rare events; per-message counts live in
 /// `State`).
@@ -96,6 +164,8 @@ unsafe impl Send for State {}
 pub struct Counters {
     /// Time spent holding deliveries for virtual arrival / g_r, ns.
     pub gate_wait_ns: AtomicU64,
+    /// Deliveries the gate held (at zero knobs: almost none).
+    pub gate_holds: AtomicU64,
     /// Time spent waiting for departure (queue full, blocking completion), ns.
     pub send_wait_ns: AtomicU64,
     pub probed: AtomicU64,
@@ -107,7 +177,7 @@ pub struct Engine {
     pub rank: c_int,
     pub size: c_int,
     pub transit: Transit,
-    state: Mutex<State>,
+    state: StateLock,
     stash_len: AtomicUsize,
     /// Length of `State::freed`: its whole cost while it is empty.
     freed_len: AtomicUsize,
@@ -116,6 +186,8 @@ pub struct Engine {
     /// in those calls, learned at start-up (`init::measure_native`).
     o_s_spin: u64,
     o_r_spin: u64,
+    /// `RecvGate::uses_seen` of this configuration.
+    uses_seen: bool,
     /// A private duplicate of MPI_COMM_SELF: a stashed message is placed
     /// into a derived receive type by sending it to ourselves on it
     /// (`place_stashed`). Set at MPI_Init.
@@ -129,6 +201,27 @@ pub struct Engine {
 /// How often the native library's progress engine is driven while the
 /// shim passes emulated time (`Engine::pass_time`).
 const PROGRESS_EVERY_NS: u64 = 1_000;
+
+thread_local! {
+    /// When this thread entered the blocking native call (Recv, Wait,
+    /// Waitall) whose completion it is now delivering, or 0: the gate
+    /// tells from it whether the message came while the receiver waited
+    /// (`RecvGate::seen_waiting`). Set only when that can matter
+    /// (`RecvGate::uses_seen`).
+    static WAITING_SINCE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A blocking native call (Recv, Wait, Waitall) begins now; the
+/// deliveries of what it completes follow before `waiting_ends`.
+pub(super) fn waiting_begins(e: &Engine) {
+    if e.uses_seen {
+        WAITING_SINCE.with(|c| c.set(now()));
+    }
+}
+
+pub(super) fn waiting_ends() {
+    WAITING_SINCE.with(|c| c.set(0));
+}
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -204,24 +297,31 @@ pub(super) unsafe fn status_bytes(st: &Status, byte: Datatype) -> usize {
 impl Engine {
     pub fn new(cfg: Config, c: Consts, rank: c_int, size: c_int, transit: Transit) -> Engine {
         Engine {
-            state: Mutex::new(State {
-                send: SendSide::new(&cfg),
-                gate: RecvGate::new(&cfg, transit),
-                reqs: HashMap::new(),
-                stash: Stash::default(),
-                messages: HashMap::new(),
-                next_message: 1,
-                bsends: Vec::new(),
-                freed: Vec::new(),
-                sends: 0,
-                recvs: 0,
-                bytes_sent: 0,
-                bytes_recv: 0,
-            }),
+            state: StateLock {
+                // Until MPI_Init tells the thread level: the safe choice.
+                multi: AtomicBool::new(true),
+                mutex: Mutex::new(()),
+                cell: UnsafeCell::new(State {
+                    send: SendSide::new(&cfg),
+                    gate: RecvGate::new(&cfg, transit),
+                    reqs: HandleMap::default(),
+                    stash: Stash::default(),
+                    messages: HandleMap::default(),
+                    next_message: 1,
+                    bsends: Vec::new(),
+                    freed: Vec::new(),
+                    pool: Vec::new(),
+                    sends: 0,
+                    recvs: 0,
+                    bytes_sent: 0,
+                    bytes_recv: 0,
+                }),
+            },
             stash_len: AtomicUsize::new(0),
             freed_len: AtomicUsize::new(0),
             o_s_spin: cfg.o_s,
             o_r_spin: cfg.o_r,
+            uses_seen: RecvGate::new(&cfg, transit).uses_seen(),
             self_comm: abi::SharedHandle(c.comm_null),
             progress_comm: abi::SharedHandle(c.comm_null),
             cfg,
@@ -269,9 +369,26 @@ impl Engine {
         });
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A poisoned lock cannot happen: panics abort.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> StateGuard<'_> {
+        let held = if self.state.multi.load(Ordering::Relaxed) {
+            // A poisoned lock cannot happen: panics abort.
+            Some(self.state.mutex.lock().unwrap_or_else(|e| e.into_inner()))
+        } else {
+            None
+        };
+        // SAFETY: see `StateLock`: the mutex is held, or the thread level
+        // guarantees that no other thread is inside the shim. No caller
+        // takes the state twice (with a mutex that would deadlock).
+        let state = unsafe { &mut *self.state.cell.get() };
+        StateGuard { _held: held, state }
+    }
+
+    /// Tells the engine the thread level MPI provides: below
+    /// MPI_THREAD_MULTIPLE its state needs no mutex (`StateLock`).
+    pub fn set_thread_level(&self, provided: c_int) {
+        self.state
+            .multi
+            .store(provided >= abi::THREAD_MULTIPLE, Ordering::Relaxed);
     }
 
     /// Messages and bytes sent and delivered so far:
@@ -279,6 +396,35 @@ impl Engine {
     pub fn totals(&self) -> [u64; 4] {
         let st = self.lock();
         [st.sends, st.recvs, st.bytes_sent, st.bytes_recv]
+    }
+
+    /// The smallest one-way time (sender's stamp to this gate) seen since
+    /// the last call: start-up's measure of the native transit.
+    pub fn take_min_one_way(&self) -> Option<u64> {
+        self.lock().gate.take_min_one_way()
+    }
+
+    /// An empty staging buffer, from the pool when it has one.
+    fn stage_buf(&self) -> Vec<u8> {
+        self.lock().pool.pop().unwrap_or_default()
+    }
+
+    /// Returns the staging buffer of a completed request to the pool
+    /// (small ones, and not too many).
+    fn recycle(&self, p: Pending) {
+        const MOST: usize = 256;
+        const LARGEST: usize = 64 << 10;
+        let v = match p {
+            Pending::Send { _keep: Some(v), .. } => v,
+            Pending::Recv(Wire::Staged { stage, .. }) => stage,
+            _ => return,
+        };
+        if v.capacity() <= LARGEST {
+            let mut st = self.lock();
+            if st.pool.len() < MOST {
+                st.pool.push(v);
+            }
+        }
     }
 
     /// Enters the request of a nonblocking collective (`coll::nb`).

@@ -42,7 +42,7 @@ impl Engine {
             let mut stage = if req.is_none() {
                 STAGE.with(|c| c.take())
             } else {
-                Vec::new()
+                self.stage_buf()
             };
             stage.clear();
             stage.reserve(n);
@@ -70,7 +70,10 @@ impl Engine {
                 let (p, n) = (stage.as_mut_ptr().cast::<c_void>(), as_int(stage.len()));
                 rc = match req {
                     Some(r) => PMPI_Irecv(p, n, self.c.packed, src, tag, comm, r),
-                    None => PMPI_Recv(p, n, self.c.packed, src, tag, comm, &mut st_local),
+                    None => {
+                        waiting_begins(self);
+                        PMPI_Recv(p, n, self.c.packed, src, tag, comm, &mut st_local)
+                    }
                 };
             }
             Wire::Struct { hdr } => {
@@ -81,7 +84,10 @@ impl Engine {
                 let p = abi::BOTTOM as *mut c_void;
                 rc = match req {
                     Some(r) => PMPI_Irecv(p, 1, t, src, tag, comm, r),
-                    None => PMPI_Recv(p, 1, t, src, tag, comm, &mut st_local),
+                    None => {
+                        waiting_begins(self);
+                        PMPI_Recv(p, 1, t, src, tag, comm, &mut st_local)
+                    }
                 };
                 PMPI_Type_free(&mut t);
             }
@@ -97,7 +103,11 @@ impl Engine {
                 if rc != abi::SUCCESS && !is_truncation(rc) {
                     return rc;
                 }
-                let rc2 = self.finish_recv(&mut wire, &mut st_local, true, rc);
+                // A blocking receive cannot have been cancelled, and its
+                // count matters only to a status the caller looks at.
+                let want = !abi::status_ignored(status);
+                let rc2 = self.finish_recv_as(&mut wire, &mut st_local, true, rc, false, want);
+                waiting_ends();
                 if rc == abi::SUCCESS {
                     rc = rc2;
                 }
@@ -121,8 +131,24 @@ impl Engine {
         block: bool,
         rc: c_int,
     ) -> c_int {
+        self.finish_recv_as(wire, st, block, rc, true, true)
+    }
+
+    /// `finish_recv`, skipping the cancel query where no cancel can have
+    /// happened and the count rewrite where no one reads the status.
+    pub(super) unsafe fn finish_recv_as(
+        &self,
+        wire: &mut Wire,
+        st: &mut Status,
+        block: bool,
+        rc: c_int,
+        may_cancel: bool,
+        want_count: bool,
+    ) -> c_int {
         let mut cancelled: c_int = 0;
-        PMPI_Test_cancelled(st, &mut cancelled);
+        if may_cancel {
+            PMPI_Test_cancelled(st, &mut cancelled);
+        }
         // Cancelled, from MPI_PROC_NULL, or an empty status: no message.
         if cancelled != 0 || st.source() == abi::PROC_NULL || st.source() == abi::ANY_SOURCE {
             return abi::SUCCESS;
@@ -141,7 +167,9 @@ impl Engine {
         let payload = (got - HDR) as u64;
         self.gate(hdr.d, payload, block);
         wire.place(got);
-        PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
+        if want_count {
+            PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
+        }
         abi::SUCCESS
     }
 
@@ -163,17 +191,24 @@ impl Engine {
     /// spends o_r.
     pub(super) fn gate(&self, d: u64, payload: u64, block: bool) {
         let t = now();
+        let since = if self.uses_seen {
+            WAITING_SINCE.with(|c| c.get())
+        } else {
+            0
+        };
         let r = {
             let mut st = self.lock();
             st.recvs += 1;
             st.bytes_recv += payload;
-            st.gate.reserve(t, d, payload)
+            let seen = st.gate.seen_waiting(since, t, payload);
+            st.gate.reserve_seen(t, d, payload, seen)
         };
         if r > t && block {
             self.pass_time(r, false);
             self.counters
                 .gate_wait_ns
                 .fetch_add(r - t, Ordering::Relaxed);
+            self.counters.gate_holds.fetch_add(1, Ordering::Relaxed);
         }
         if self.o_r_spin > 0 {
             self.pass_time(now() + self.o_r_spin, true);

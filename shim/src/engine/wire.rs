@@ -158,7 +158,7 @@ impl Engine {
         dt: Datatype,
         comm: Comm,
     ) -> Result<Vec<u8>, c_int> {
-        let mut v = Vec::new();
+        let mut v = self.stage_buf();
         self.stage_into(&mut v, size, hdr, buf, count, dt, comm)?;
         Ok(v)
     }
