@@ -20,6 +20,7 @@ pub fn runs_csv(r: &Report) -> String {
     s.push_str("knob,value,x,unit,repeat,ok,exit_code,wall_s,metric,error\n");
     for run in &r.runs {
         let (knob, value, x, unit) = match run.point {
+            Point::Native => ("native".to_string(), String::new(), 0.0, ""),
             Point::Baseline => ("baseline".to_string(), "0".to_string(), 0.0, ""),
             Point::Value(k, v) => {
                 let kn = &r.curves[k].knob;
@@ -67,7 +68,7 @@ pub fn points_csv(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# loggp sweep: one row per point. figure: {}; slowdown_pct = 100 (figure / baseline {} - 1)",
+        "# loggp sweep: one row per point. figure: {}; slowdown_pct = 100 (figure / baseline {} - 1); native: without the shim; baseline: virtual time on, every knob 0",
         figure_name(r),
         r.stat.name()
     );
@@ -86,6 +87,7 @@ pub fn points_csv(r: &Report) -> String {
             summary_cols(p.slowdown)
         );
     };
+    row("native", "", &r.native);
     row("baseline", "", &r.baseline);
     for c in &r.curves {
         for p in &c.points {
