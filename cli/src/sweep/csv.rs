@@ -14,7 +14,11 @@ pub fn runs_csv(r: &Report) -> String {
     let _ = writeln!(
         s,
         "# loggp sweep: every run. command: {}\n# figure: {}; ok=1 when the run counts",
-        r.command.join(" "),
+        // a comment is one line: a script's newlines are written as \n
+        r.command
+            .join(" ")
+            .replace('\r', "\\r")
+            .replace('\n', "\\n"),
         figure_name(r)
     );
     s.push_str("knob,value,x,unit,repeat,ok,exit_code,wall_s,metric,error\n");

@@ -302,7 +302,7 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(
         s,
         "Command: `{}` ({}); figure: {}; {} runs per point.\n",
-        r.command.join(" "),
+        r.command.join(" ").replace('\n', " "),
         r.mpi,
         figure_name(r),
         r.repeat
