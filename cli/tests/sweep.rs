@@ -366,9 +366,9 @@ fn a_failing_run_is_reported_and_the_sweep_goes_on() {
         se.contains("| bad latency 5us") && se.contains("| first line"),
         "{se}"
     );
-    assert!(so.contains("4 of 6 runs failed"), "{so}");
+    assert!(so.contains("4 of 8 runs failed"), "{so}");
     let rows = csv_rows(&out.join("runs.csv"));
-    assert_eq!(rows.len(), 6, "keep going runs everything");
+    assert_eq!(rows.len(), 8, "keep going runs everything");
     assert_eq!(
         rows.iter().filter(|r| r[5] == "0" && r[6] == "4").count(),
         4
@@ -402,8 +402,8 @@ fn stop_on_fail_stops_at_the_first_failure() {
     assert!(se.contains("(it printed nothing)"), "{se}");
     assert_eq!(
         csv_rows(&out.join("runs.csv")).len(),
-        2,
-        "baseline, then the failure"
+        3,
+        "native, baseline, then the failure"
     );
     let _ = fs::remove_dir_all(&out);
 }

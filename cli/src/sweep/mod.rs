@@ -379,7 +379,7 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
         vars.push(("LOGGP_VT".to_string(), "on".to_string()));
         vars
     };
-    let mut configs: Vec<(Point, Option<Vec<(String, String)>>)> = vec![
+    let mut configs: Vec<Config> = vec![
         (Point::Native, None),
         (Point::Baseline, Some(with_vt(background.clone()))),
     ];
@@ -407,6 +407,10 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
     })
 }
 
+/// One configuration: its point and the variables of its runs with the
+/// shim (`None`: a native run, without the shim).
+type Config = (Point, Option<Vec<(String, String)>>);
+
 /// The label of a point in progress lines and messages.
 fn point_label(o: &Opts, p: Point) -> String {
     match p {
@@ -426,7 +430,7 @@ fn sweep(
     o: &Opts,
     mpi: Mpi,
     shim: &std::path::Path,
-    configs: &[(Point, Option<Vec<(String, String)>>)],
+    configs: &[Config],
     background: &[(String, String)],
 ) -> Report {
     let empty = |label: &str| PointStats {
@@ -559,7 +563,7 @@ fn sweep(
         let mut repeat = o.repeat;
         loop {
             // the baseline and the first value of each knob not yet precise
-            let wanted: Vec<&(Point, Option<Vec<(String, String)>>)> = configs
+            let wanted: Vec<&Config> = configs
                 .iter()
                 .filter(|(pt, _)| match *pt {
                     Point::Native => false,

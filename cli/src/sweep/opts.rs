@@ -11,8 +11,10 @@ use std::time::Duration;
 
 /// Shown under `loggp sweep --help`.
 const NOTES: &str = "\
-Other LOGGP_* variables in the environment apply to every run, baseline too;
-a swept knob set there is replaced by the swept values (absent at the baseline).
+Other LOGGP_* variables in the environment apply to every run with the shim,
+baseline too; a swept knob set there is replaced by the swept values (absent
+at the baseline); LOGGP_VT is on in every run with the shim. A 0 in --values
+is the baseline, measured once for all knobs.
 Collectives are perturbed too: the shim runs them over its own point-to-point
 algorithms (LOGGP_COLL_<OP> picks one), so their messages feel every knob.
 
@@ -22,10 +24,13 @@ value that has one, so 0,2,5,10us is 0us,2us,5us,10us.";
 
 /// Sweep knobs: how much does a program care about each LogGP parameter?
 ///
-/// Runs the program once per repeat at a baseline (the shim loaded, every
-/// knob at zero) and at each value of each knob, and reports the slowdown
-/// curve of each knob: CSV, JSON, an SVG plot and a summary table (slope,
-/// R², the value at which the slowdown passes 10 %).
+/// Runs the program once per repeat natively (no shim), at a baseline (the
+/// shim loaded, virtual time on, every knob at zero) and at each value of
+/// each knob, and reports per knob against the baseline: the slowdown
+/// curve, the sensitivity at 0 (% per unit, 95 % interval), the tolerance
+/// at 1, 2 and 5 % slowdown (95 % interval), the resolution of the repeats,
+/// and the emulation's own cost (baseline against native): CSV, JSON, an
+/// SVG plot and a summary table.
 #[derive(clap::Args, Debug)]
 #[command(after_help = NOTES)]
 pub struct Args {

@@ -57,7 +57,7 @@ fn sensitivity_cell(c: &Curve) -> String {
 /// stops short; `*` when the level is below the sweep's resolution.
 fn tolerance_cell(r: &Report, c: &Curve, t: &Tolerance, resolution: Option<f64>) -> String {
     let u = c.knob.axis.unit();
-    let end = |v: Option<f64>| v.map_or("not reached".to_string(), |v| format!("{}", short(v)));
+    let end = |v: Option<f64>| v.map_or("not reached".to_string(), short);
     let interval = format!("[{}, {}]", end(t.lo), end(t.hi));
     let mark = if resolution.is_some_and(|res| t.level_pct < res) {
         " *"
