@@ -67,7 +67,7 @@ struct JsonCost {
 
 #[derive(Serialize)]
 struct JsonSensitivity {
-    /// Figure per unit, with the interval.
+    /// Figure per unit, by the point statistic, with the interval.
     slope_per_unit: f64,
     lo: f64,
     hi: f64,
@@ -75,26 +75,42 @@ struct JsonSensitivity {
     pct_per_unit: f64,
     pct_lo: f64,
     pct_hi: f64,
-    /// Runs used, degrees of freedom.
-    n: usize,
-    df: usize,
+    /// Runs of the baseline and of the first value.
+    n_baseline: usize,
+    n_first: usize,
     /// The first value: the slope is measured from 0 to it.
     to_x: f64,
+    /// Least squares through the same runs with the t-interval.
+    ols: Option<JsonOls>,
+}
+
+#[derive(Serialize)]
+struct JsonOls {
+    slope_per_unit: f64,
+    lo: f64,
+    hi: f64,
+    df: usize,
 }
 
 impl From<&Sensitivity> for JsonSensitivity {
     fn from(s: &Sensitivity) -> Self {
         let (p, plo, phi) = s.pct();
         JsonSensitivity {
-            slope_per_unit: s.ci.slope,
-            lo: s.ci.lo(),
-            hi: s.ci.hi(),
+            slope_per_unit: s.slope.value,
+            lo: s.slope.lo,
+            hi: s.slope.hi,
             pct_per_unit: p,
             pct_lo: plo,
             pct_hi: phi,
-            n: s.ci.n,
-            df: s.ci.df,
+            n_baseline: s.n.0,
+            n_first: s.n.1,
             to_x: s.x1,
+            ols: s.ols.map(|c| JsonOls {
+                slope_per_unit: c.slope,
+                lo: c.lo(),
+                hi: c.hi(),
+                df: c.df,
+            }),
         }
     }
 }
@@ -230,9 +246,9 @@ pub fn json(r: &Report) -> String {
         tolerance_pct: TOLERANCE_PCT,
         confidence: CONFIDENCE,
         methods: Methods {
-            sensitivity: "OLS slope through every run of the baseline and of the first value, t-interval b ± t(0.975, n-2) s/sqrt(Sxx)",
+            sensitivity: "(stat(first value) - stat(baseline)) / x1, percentile bootstrap over both points' runs; ols: least squares through the same runs, t-interval b ± t(0.975, n-2) s/sqrt(Sxx)",
             tolerance: "first crossing of the slowdown curve (statistic per point, linear between points); percentile bootstrap over each point's runs",
-            resolution: "100 t(0.975, 2n-2) s sqrt(2/n) / mean of the baseline's n runs",
+            resolution: "95th percentile of 100 |stat(A) - stat(B)| / stat(baseline) over pairs of bootstrap resamples A, B of the baseline's runs",
             bootstrap_resamples: RESAMPLES,
             bootstrap_seed: SEED,
         },

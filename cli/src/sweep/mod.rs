@@ -17,16 +17,22 @@
 //!   points the value at which the slowdown first reaches 10 % (Martin et
 //!   al., ISCA'97, plot the same curves);
 //! - the **sensitivity** at the baseline (LLAMP's term, Shen, Hoefler et
-//!   al., SC'24) is the OLS slope through every run of the baseline and of
-//!   the knob's first value, with the 95 % t-interval
-//!   `b ± t_{0.975, n−2} · s / √Sxx` (`loggp_core::tolerance::slope_ci`);
+//!   al., SC'24) is the slope from the baseline to the knob's first value
+//!   by the point statistic, `(stat(first) − stat(base)) / x₁`, with a 95 %
+//!   percentile bootstrap interval over both points' runs
+//!   (`loggp_core::tolerance::bootstrap_slope`); the least-squares slope
+//!   through the same runs with its t-interval `b ± t_{0.975, n−2} · s /
+//!   √Sxx` (`slope_ci`) goes to the JSON for comparison: it uses means, so
+//!   on a shared machine one wild run widens it a lot;
 //! - the **tolerance** at 1, 2 and 5 % is where the slowdown curve first
 //!   reaches that level, interpolated between measured points, with a 95 %
 //!   percentile bootstrap interval over the runs of each point
 //!   (`loggp_core::tolerance::bootstrap_crossings`).
 //!
 //! The **resolution** is the smallest slowdown the repeats can tell from
-//! noise, from the baseline's spread (`loggp_core::tolerance::resolution`).
+//! noise, from the baseline's runs: the 95th percentile of the difference
+//! between the statistics of two bootstrap resamples of them
+//! (`loggp_core::tolerance::bootstrap_resolution`).
 //! With `--precision` the baseline and each knob's first value are repeated
 //! in further rounds until every sensitivity's interval is narrow enough,
 //! or `--max-runs` is reached.
@@ -46,7 +52,7 @@ mod svg;
 use crate::job::{self, End, Outcome};
 use crate::knobs;
 use crate::launch::{self, Mpi};
-use loggp_core::tolerance::{Group, SlopeCi, Tolerance};
+use loggp_core::tolerance::{Group, Interval, SlopeCi, Tolerance};
 pub use opts::Args;
 use opts::{Knob, Opts};
 use stats::{Fit, Stat, Summary};
@@ -120,24 +126,30 @@ pub struct PointStats {
 /// The sensitivity of the figure to a knob at the baseline.
 #[derive(Clone, Copy, Debug)]
 pub struct Sensitivity {
-    /// Slope (figure per unit) with its interval.
-    pub ci: SlopeCi,
+    /// `(stat(first value) − stat(baseline)) / x₁` (figure per unit), with
+    /// its bootstrap interval.
+    pub slope: Interval,
     /// The value the slope is measured to (the knob's first value).
     pub x1: f64,
     /// The baseline's statistic, for the slope in % per unit.
     pub base: f64,
+    /// Runs of the baseline and of the first value.
+    pub n: (usize, usize),
+    /// Least squares through the same runs, with the t-interval: the
+    /// classical figure, for comparison (means, so wild runs move it).
+    pub ols: Option<SlopeCi>,
 }
 
 impl Sensitivity {
     /// `(slope, lo, hi)` in % of the baseline per unit.
     pub fn pct(&self) -> (f64, f64, f64) {
         let f = |v: f64| 100.0 * v / self.base;
-        (f(self.ci.slope), f(self.ci.lo()), f(self.ci.hi()))
+        (f(self.slope.value), f(self.slope.lo), f(self.slope.hi))
     }
 
     /// Half the interval, in % of the baseline per unit.
     pub fn half_pct(&self) -> f64 {
-        100.0 * self.ci.half / self.base
+        100.0 * self.slope.half() / self.base
     }
 }
 
@@ -212,7 +224,13 @@ impl Report {
     /// many runs can show, from the baseline's spread (95 %).
     pub fn resolution_pct(&self, with_metric: bool) -> Option<f64> {
         let figs = figures(&self.runs, Point::Baseline, with_metric);
-        loggp_core::tolerance::resolution(&figs, CONFIDENCE)
+        loggp_core::tolerance::bootstrap_resolution(
+            &figs,
+            stat_fn(self.stat),
+            CONFIDENCE,
+            RESAMPLES,
+            SEED,
+        )
     }
 
     /// True when every knob's sensitivity is within `--precision`.
@@ -222,9 +240,26 @@ impl Report {
     }
 }
 
+/// Runs the baseline and a knob's first value need before `--precision`
+/// trusts the sensitivity's interval: a percentile bootstrap from a few
+/// runs is too narrow (from two runs it cannot be wider than their range),
+/// a known weakness of the method for small samples (Efron & Tibshirani
+/// 1993, §13.3 and ch. 14).
+pub const PRECISION_MIN_RUNS: usize = 10;
+
 /// Whether a knob's sensitivity is known to ± `p` % per unit.
 fn curve_precise(c: &Curve, p: f64) -> bool {
-    c.sensitivity.is_some_and(|s| s.half_pct() <= p)
+    c.sensitivity.is_some_and(|s| {
+        s.n.0 >= PRECISION_MIN_RUNS && s.n.1 >= PRECISION_MIN_RUNS && s.half_pct() <= p
+    })
+}
+
+/// The statistic as a function of the runs, for the bootstrap.
+fn stat_fn(stat: Stat) -> fn(&[f64]) -> f64 {
+    match stat {
+        Stat::Median => loggp_core::tolerance::median_of,
+        Stat::Min => loggp_core::tolerance::min_of,
+    }
 }
 
 /// The figures of the successful runs of a point.
@@ -264,93 +299,97 @@ pub fn analyse(
     let baseline = stats_of(Point::Baseline, "baseline".into(), 0.0, base);
     let native = stats_of(Point::Native, "native".into(), 0.0, base);
     let base_figs = figures(runs, Point::Baseline, with_metric);
-    let stat_fn: fn(&[f64]) -> f64 = match stat {
-        Stat::Median => loggp_core::tolerance::median_of,
-        Stat::Min => loggp_core::tolerance::min_of,
-    };
-    let curves =
-        opts_knobs
-            .iter()
-            .enumerate()
-            .map(|(k, knob)| {
-                let points: Vec<PointStats> = knob
-                    .values
+    let stat_fn = stat_fn(stat);
+    let curves = opts_knobs
+        .iter()
+        .enumerate()
+        .map(|(k, knob)| {
+            let points: Vec<PointStats> = knob
+                .values
+                .iter()
+                .enumerate()
+                .map(|(v, val)| stats_of(Point::Value(k, v), val.text.clone(), val.x, base))
+                .collect();
+            let mut xy: Vec<(f64, f64)> = base.map(|b| (0.0, b)).into_iter().collect();
+            xy.extend(
+                points
                     .iter()
-                    .enumerate()
-                    .map(|(v, val)| stats_of(Point::Value(k, v), val.text.clone(), val.x, base))
-                    .collect();
-                let mut xy: Vec<(f64, f64)> = base.map(|b| (0.0, b)).into_iter().collect();
-                xy.extend(
-                    points
-                        .iter()
-                        .filter_map(|p| p.time.map(|t| (p.x, stat.of(&t)))),
-                );
-                let fit = stats::linear_fit(&xy);
-                let mut curve: Vec<(f64, f64)> = baseline
-                    .slowdown
-                    .map(|s| (0.0, stat.of(&s)))
-                    .into_iter()
-                    .collect();
-                curve.extend(
-                    points
-                        .iter()
-                        .filter_map(|p| p.slowdown.map(|s| (p.x, stat.of(&s)))),
-                );
-                let crossing = loggp_core::tolerance::crossing(&curve, THRESHOLD_PCT);
-                // sensitivity: every run of the baseline and of the first
-                // value (the smallest x with a successful run)
-                let first = (0..knob.values.len())
-                    .map(|v| {
-                        (
-                            knob.values[v].x,
-                            figures(runs, Point::Value(k, v), with_metric),
-                        )
-                    })
-                    .find(|(x, f)| *x > 0.0 && !f.is_empty());
-                let sensitivity =
-                    match (first, base) {
-                        (Some((x1, f1)), Some(b)) if b > 0.0 => {
-                            let pts: Vec<(f64, f64)> = base_figs
-                                .iter()
-                                .map(|&t| (0.0, t))
-                                .chain(f1.iter().map(|&t| (x1, t)))
-                                .collect();
-                            loggp_core::tolerance::slope_ci(&pts, CONFIDENCE)
-                                .map(|ci| Sensitivity { ci, x1, base: b })
-                        }
-                        _ => None,
-                    };
-                let value_figs: Vec<Vec<f64>> = (0..knob.values.len())
-                    .map(|v| figures(runs, Point::Value(k, v), with_metric))
-                    .collect();
-                let groups: Vec<Group<'_>> = knob
-                    .values
+                    .filter_map(|p| p.time.map(|t| (p.x, stat.of(&t)))),
+            );
+            let fit = stats::linear_fit(&xy);
+            let mut curve: Vec<(f64, f64)> = baseline
+                .slowdown
+                .map(|s| (0.0, stat.of(&s)))
+                .into_iter()
+                .collect();
+            curve.extend(
+                points
                     .iter()
-                    .zip(&value_figs)
-                    .map(|(val, f)| Group {
-                        x: val.x,
-                        runs: f.as_slice(),
+                    .filter_map(|p| p.slowdown.map(|s| (p.x, stat.of(&s)))),
+            );
+            let crossing = loggp_core::tolerance::crossing(&curve, THRESHOLD_PCT);
+            // sensitivity: every run of the baseline and of the first
+            // value (the smallest x with a successful run)
+            let first = (0..knob.values.len())
+                .map(|v| {
+                    (
+                        knob.values[v].x,
+                        figures(runs, Point::Value(k, v), with_metric),
+                    )
+                })
+                .find(|(x, f)| *x > 0.0 && !f.is_empty());
+            let sensitivity = match (first, base) {
+                (Some((x1, f1)), Some(b)) if b > 0.0 => {
+                    let pts: Vec<(f64, f64)> = base_figs
+                        .iter()
+                        .map(|&t| (0.0, t))
+                        .chain(f1.iter().map(|&t| (x1, t)))
+                        .collect();
+                    let g = Group { x: x1, runs: &f1 };
+                    loggp_core::tolerance::bootstrap_slope(
+                        &base_figs, &g, stat_fn, CONFIDENCE, RESAMPLES, SEED,
+                    )
+                    .map(|slope| Sensitivity {
+                        slope,
+                        x1,
+                        base: b,
+                        n: (base_figs.len(), f1.len()),
+                        ols: loggp_core::tolerance::slope_ci(&pts, CONFIDENCE),
                     })
-                    .collect();
-                let tolerance = loggp_core::tolerance::bootstrap_crossings(
-                    &base_figs,
-                    &groups,
-                    stat_fn,
-                    &TOLERANCE_PCT,
-                    CONFIDENCE,
-                    RESAMPLES,
-                    SEED,
-                );
-                Curve {
-                    knob: knob.clone(),
-                    points,
-                    fit,
-                    crossing,
-                    sensitivity,
-                    tolerance,
                 }
-            })
-            .collect();
+                _ => None,
+            };
+            let value_figs: Vec<Vec<f64>> = (0..knob.values.len())
+                .map(|v| figures(runs, Point::Value(k, v), with_metric))
+                .collect();
+            let groups: Vec<Group<'_>> = knob
+                .values
+                .iter()
+                .zip(&value_figs)
+                .map(|(val, f)| Group {
+                    x: val.x,
+                    runs: f.as_slice(),
+                })
+                .collect();
+            let tolerance = loggp_core::tolerance::bootstrap_crossings(
+                &base_figs,
+                &groups,
+                stat_fn,
+                &TOLERANCE_PCT,
+                CONFIDENCE,
+                RESAMPLES,
+                SEED,
+            );
+            Curve {
+                knob: knob.clone(),
+                points,
+                fit,
+                crossing,
+                sensitivity,
+                tolerance,
+            }
+        })
+        .collect();
     (native, baseline, curves)
 }
 
@@ -625,10 +664,12 @@ fn precision_state(r: &Report, p: f64) -> String {
             let u = c.knob.axis.unit();
             match c.sensitivity {
                 Some(s) => format!(
-                    "{} ±{:.3} %/{u}{}",
+                    "{} ±{:.3} %/{u} from {}+{} runs{}",
                     c.knob.name,
                     s.half_pct(),
-                    if s.half_pct() <= p { " (done)" } else { "" }
+                    s.n.0,
+                    s.n.1,
+                    if curve_precise(c, p) { " (done)" } else { "" }
                 ),
                 None => format!("{} no interval yet", c.knob.name),
             }
@@ -817,11 +858,15 @@ mod tests {
         // 0.01 s/us = 1 %/us; residuals ±0.01 and ±0.0105, RSS 4.205e-4,
         // s² = RSS/4, Sxx = 6 · 2.5², t(0.975, 4) = 2.7764
         let sv = c.sensitivity.unwrap();
-        assert!((sv.ci.slope - 0.01).abs() < 1e-12, "{sv:?}");
-        assert_eq!((sv.ci.n, sv.ci.df, sv.x1), (6, 4, 5.0));
-        let half = 2.776_445 * (4.205e-4 / 4.0 / 37.5f64).sqrt();
-        assert!((sv.ci.half - half).abs() < 1e-6, "{sv:?}");
+        assert!((sv.slope.value - 0.01).abs() < 1e-12, "{sv:?}");
+        assert!(sv.slope.lo <= 0.01 && 0.01 <= sv.slope.hi, "{sv:?}");
+        assert_eq!((sv.n, sv.x1), ((3, 3), 5.0));
         assert!((sv.pct().0 - 1.0).abs() < 1e-9);
+        let ols = sv.ols.unwrap();
+        assert!((ols.slope - 0.01).abs() < 1e-12, "{ols:?}");
+        assert_eq!((ols.n, ols.df), (6, 4));
+        let half = 2.776_445 * (4.205e-4 / 4.0 / 37.5f64).sqrt();
+        assert!((ols.half - half).abs() < 1e-6, "{ols:?}");
         // tolerance: 1, 2, 5 % at 1, 2, 5 us on the line through the medians
         for (t, want) in c.tolerance.iter().zip([1.0, 2.0, 5.0]) {
             let v = t.value.unwrap();
@@ -1008,7 +1053,7 @@ mod tests {
             text.contains("sensitivity at 0 (95 %)") && text.contains("%/us ["),
             "{text}"
         );
-        assert!(text.contains("resolution: with 3 baseline runs"), "{text}");
+        assert!(text.contains("resolution: with 3 runs a point"), "{text}");
         assert!(text.contains("1 of 20 runs failed"), "{text}");
         assert!(
             !text.contains("warning"),

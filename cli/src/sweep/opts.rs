@@ -74,7 +74,8 @@ pub struct Args {
     stop_on_fail: bool,
     /// After the --repeat rounds, repeat the baseline and each knob's first
     /// value until the 95 % interval of every knob's sensitivity is within
-    /// ± P % of the baseline per unit (per us; per ns/B for G)
+    /// ± P % of the baseline per unit (per us; per ns/B for G), from at
+    /// least 10 runs of each
     #[arg(long, value_name = "P%", value_parser = precision)]
     precision: Option<f64>,
     /// With --precision: stop adding rounds before the sweep's runs (all of

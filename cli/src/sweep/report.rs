@@ -141,7 +141,8 @@ fn head_lines(r: &Report) -> Vec<String> {
     if let Some(res) = r.resolution_pct(r.metric.is_some()) {
         let n = r.baseline.time.map_or(0, |t| t.n);
         v.push(format!(
-            "resolution: with {n} baseline runs, two points closer than {res:.2} % cannot be told apart ({:.0} % confidence; * marks a tolerance below it)",
+            "resolution: with {n} runs a point, two points whose {} differ by less than {res:.2} % cannot be told apart ({:.0} % confidence, from the baseline's spread; * marks a tolerance below it)",
+            r.stat.name(),
             100.0 * CONFIDENCE
         ));
     }
