@@ -323,7 +323,7 @@ pub fn markdown(r: &Report) -> String {
     s.push('\n');
     let _ = writeln!(
         s,
-        "Tolerance: the value at which the slowdown reaches each level, [{:.0} % bootstrap interval].\n",
+        "Tolerance: the value at which the slowdown reaches each level [{:.0} % bootstrap interval].\n",
         100.0 * CONFIDENCE
     );
     let th = tolerance_head();
