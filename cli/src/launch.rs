@@ -145,6 +145,18 @@ pub fn command(mpi: Mpi, shim: &Path, vars: &[(String, String)], cmd: &[String])
     c
 }
 
+/// The command that runs `cmd` as it is, without the shim (the native
+/// reference of `loggp sweep`).
+pub fn native_command(mpi: Mpi, cmd: &[String]) -> Command {
+    let mut c = Command::new(&cmd[0]);
+    c.args(&cmd[1..]);
+    if mpi == Mpi::OpenMpi {
+        c.env("OMPI_ALLOW_RUN_AS_ROOT", "1");
+        c.env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

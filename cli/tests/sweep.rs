@@ -10,7 +10,13 @@
 //!   the sweep goes on or stops as asked, and exits non-zero;
 //! - `--metric` takes the figure from the last matching line;
 //! - a bad value stops the sweep with one line naming it;
-//! - a run that hangs is killed at `--timeout`.
+//! - a run that hangs is killed at `--timeout`;
+//! - the baseline runs the shim with virtual time on (LOGGP_VT=on, every
+//!   knob 0) and a native run has no shim: the real shim's own report
+//!   says so, and a script that tells the three apart gives the exact
+//!   emulation cost, sensitivity and tolerances;
+//! - `--precision` adds rounds until the sensitivity's interval is narrow
+//!   enough, and `--max-runs` stops it.
 //!
 //! Every MPI job holds an exclusive lock on /tmp/loggp-mpi.lock (the sweep
 //! through `--lock`, native runs here through `File::lock`) so that only one
@@ -292,16 +298,54 @@ fn sweep_of_pingpong_over_l_writes_every_file_and_a_positive_slope() {
         assert_eq!(
             csv_rows(&out.join("runs.csv")).len(),
             9,
-            "{mpi}: 3 points x 3 repeats"
+            "{mpi}: 3 configurations (native, baseline, L=50us; 0 is the baseline) x 3 repeats"
+        );
+        assert!(
+            se.contains("L=0 is the baseline"),
+            "{mpi}: the 0 in --values is not measured again: {se}"
         );
         let json = fs::read_to_string(out.join("sweep.json")).unwrap();
         let slope = json_number(&json, "slope_per_unit").expect("a slope");
         // 5000 round trips x 2 messages x 50 us = 0.5 s more at L=50us:
         // 0.01 s/us; ask for a clearly positive fraction of it
         assert!(slope > 0.004, "{mpi}: slope {slope} s/us\n{so}");
-        assert!(so.contains("L     2"), "{mpi}: no summary row for L:\n{so}");
+        assert!(so.contains("L     1"), "{mpi}: no summary row for L:\n{so}");
         // progress went to stderr, with the time left
         assert!(se.contains("9/9") && se.contains("left ~"), "{mpi}: {se}");
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        // the emulation's own cost is there, as a line and in the JSON
+        assert!(
+            so.contains("native (no shim): median")
+                && so.contains("emulation cost: the baseline takes"),
+            "{mpi}: {so}"
+        );
+        let cost = &v["emulation_cost"];
+        assert!(
+            cost["native"].as_f64().unwrap() > 0.0 && cost["cost_pct"].as_f64().is_some(),
+            "{mpi}: {cost}"
+        );
+        // the sensitivity at 0 is the slope to 50 us: 10000 messages of
+        // 50 us (0.5 s) on a run of about 0.3 s, far above 1 %/us, and its
+        // interval holds the estimate (it uses every run, so on a busy
+        // machine the interval, not the estimate, is wide)
+        let sens = &v["knobs"][0]["sensitivity"];
+        let (p, lo, hi) = (
+            sens["pct_per_unit"].as_f64().unwrap(),
+            sens["pct_lo"].as_f64().unwrap(),
+            sens["pct_hi"].as_f64().unwrap(),
+        );
+        assert!(lo <= p && p <= hi && p > 1.0, "{mpi}: {sens}");
+        // +5 % is reached below 50 us, with an interval
+        let tol = &v["knobs"][0]["tolerance"][2];
+        let t5 = tol["value"].as_f64().expect("+5 % reached");
+        assert!(t5 > 0.0 && t5 < 50.0, "{mpi}: {tol}");
+        assert!(tol["lo"].as_f64().unwrap() <= t5 && t5 <= tol["hi"].as_f64().unwrap());
+        assert!(
+            so.contains("+5 % at") && so.contains("resolution:"),
+            "{mpi}: {so}"
+        );
+        let svg = fs::read_to_string(out.join("sweep.svg")).unwrap();
+        assert!(svg.contains("+1 %") && svg.contains("+5 % at"), "{mpi}");
         let _ = fs::remove_dir_all(&out);
     }
 }
@@ -323,9 +367,9 @@ fn a_failing_run_is_reported_and_the_sweep_goes_on() {
         se.contains("| bad latency 5us") && se.contains("| first line"),
         "{se}"
     );
-    assert!(so.contains("4 of 6 runs failed"), "{so}");
+    assert!(so.contains("4 of 8 runs failed"), "{so}");
     let rows = csv_rows(&out.join("runs.csv"));
-    assert_eq!(rows.len(), 6, "keep going runs everything");
+    assert_eq!(rows.len(), 8, "keep going runs everything");
     assert_eq!(
         rows.iter().filter(|r| r[5] == "0" && r[6] == "4").count(),
         4
@@ -359,8 +403,8 @@ fn stop_on_fail_stops_at_the_first_failure() {
     assert!(se.contains("(it printed nothing)"), "{se}");
     assert_eq!(
         csv_rows(&out.join("runs.csv")).len(),
-        2,
-        "baseline, then the failure"
+        3,
+        "native, baseline, then the failure"
     );
     let _ = fs::remove_dir_all(&out);
 }
@@ -519,7 +563,9 @@ fn environment_knobs_apply_to_every_run_but_a_swept_one_is_replaced() {
             "--",
             "sh",
             "-c",
-            r#"[ "$LOGGP_O_S" = 1us ] && { [ -z "$LOGGP_L" ] || [ "$LOGGP_L" = 5us ]; } || { echo "L=$LOGGP_L o_s=$LOGGP_O_S" >&2; exit 9; }"#,
+            // the native run has no shim and no LOGGP_* variable
+            r#"if [ -z "$LD_PRELOAD" ]; then [ -z "$LOGGP_O_S$LOGGP_L$LOGGP_VT" ] && exit 0; exit 8; fi
+[ "$LOGGP_O_S" = 1us ] && [ "$LOGGP_VT" = on ] && { [ -z "$LOGGP_L" ] || [ "$LOGGP_L" = 5us ]; } || { echo "L=$LOGGP_L o_s=$LOGGP_O_S" >&2; exit 9; }"#,
         ]);
     let o = run(c, Duration::from_secs(60));
     let se = text(&o.stderr);
@@ -583,5 +629,282 @@ fn stopping_loggp_stops_the_job_it_runs() {
         let _ = Command::new("kill").args(["-9", &pid]).status();
     }
     assert!(!survived, "the job's process {pid} outlived loggp");
+    let _ = fs::remove_dir_all(&out);
+}
+
+/// A script that tells the three kinds of run apart and prints a figure
+/// for each: native (no shim, no LOGGP_*) 1.0; the shim with virtual time
+/// on and L = 0: 2.0; with L = N us: 2.0 + 0.02 N. Anything else (the shim
+/// without LOGGP_VT=on, as a baseline of old would be) fails.
+const THREE_KINDS: &str = r#"if [ -z "$LD_PRELOAD" ]; then
+  [ -z "$LOGGP_VT$LOGGP_L" ] || { echo "native run with LOGGP_VT=$LOGGP_VT" >&2; exit 7; }
+  echo "figure 1.0"; exit 0
+fi
+[ "$LOGGP_VT" = on ] || { echo "shim without virtual time (LOGGP_VT=$LOGGP_VT)" >&2; exit 7; }
+case "$LOGGP_L" in
+  "") echo "figure 2.0" ;;
+  10us) echo "figure 2.2" ;;
+  20us) echo "figure 2.4" ;;
+  *) echo "unexpected L=$LOGGP_L" >&2; exit 7 ;;
+esac"#;
+
+#[test]
+fn baseline_has_virtual_time_on_and_native_has_no_shim() {
+    let out = tempdir("three-kinds");
+    let o = sweep_sh(
+        &[
+            "--knob",
+            "L",
+            "--values",
+            "0,10,20us",
+            "--repeat",
+            "2",
+            "--metric",
+            r"figure ([0-9.]+)",
+        ],
+        THREE_KINDS,
+        &out,
+    );
+    let (so, se) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{so}\n{se}");
+    assert!(se.contains("L=0 is the baseline"), "{se}");
+    let rows = csv_rows(&out.join("runs.csv"));
+    // native, baseline, 10us, 20us; the 0 is not a point of its own
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    assert_eq!(rows.iter().filter(|r| r[0] == "native").count(), 2);
+    assert!(!rows.iter().any(|r| r[0] == "L" && r[1] == "0"), "{rows:?}");
+    // the emulation's own cost: 2.0 against 1.0
+    assert!(
+        so.contains("emulation cost: the baseline takes +100.0 % against native (median 2 vs 1)"),
+        "{so}"
+    );
+    let json = fs::read_to_string(out.join("sweep.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["emulation_cost"]["cost_pct"], 100.0);
+    assert_eq!(v["native"]["figure"]["median"], 1.0);
+    assert_eq!(v["baseline"]["figure"]["median"], 2.0);
+    // slopes from the baseline with virtual time on: 0.02 per us, 1 %/us
+    // (from a baseline of 1.0 the knob would look 12 times worse)
+    let k = &v["knobs"][0];
+    assert!(
+        (k["slope_per_unit"].as_f64().unwrap() - 0.02).abs() < 1e-9,
+        "{k}"
+    );
+    let sens = &k["sensitivity"];
+    assert!(
+        (sens["pct_per_unit"].as_f64().unwrap() - 1.0).abs() < 1e-9,
+        "{sens}"
+    );
+    assert_eq!(sens["to_x"], 10.0);
+    assert_eq!(
+        (sens["n_baseline"].as_u64(), sens["n_first"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(sens["ols"]["df"], 2);
+    // noiseless: the interval is the point itself
+    assert!(
+        (sens["pct_lo"].as_f64().unwrap() - 1.0).abs() < 1e-9,
+        "{sens}"
+    );
+    // tolerance 1, 2, 5 % at 1, 2, 5 us; +10 % at 10 us
+    for (i, want) in [1.0, 2.0, 5.0].into_iter().enumerate() {
+        let t = &k["tolerance"][i];
+        assert!((t["value"].as_f64().unwrap() - want).abs() < 1e-9, "{t}");
+        assert!((t["hi"].as_f64().unwrap() - want).abs() < 1e-9, "{t}");
+    }
+    assert!((k["crossing"].as_f64().unwrap() - 10.0).abs() < 1e-9, "{k}");
+    assert!(so.contains("1 %/us [1, 1]"), "{so}");
+    assert!(
+        so.contains("1us [1, 1]") && so.contains("5us [5, 5]"),
+        "{so}"
+    );
+    let md = fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| L | 1us [1, 1] | 2us [2, 2] | 5us [5, 5] |"),
+        "{md}"
+    );
+    assert!(md.contains("| native (no shim) | 2 | 1 |"), "{md}");
+    let _ = fs::remove_dir_all(&out);
+}
+
+#[test]
+fn tolerance_not_reached_is_said_so() {
+    let out = tempdir("not-reached");
+    // +2 % at 20 us is the whole effect: 5 % is never reached
+    let script = r#"if [ -z "$LD_PRELOAD" ]; then echo "figure 0.9"; exit 0; fi
+case "$LOGGP_L" in 20us) echo "figure 1.02" ;; *) echo "figure 1.0" ;; esac"#;
+    let o = sweep_sh(
+        &[
+            "--knob",
+            "L",
+            "--values",
+            "20us",
+            "--repeat",
+            "2",
+            "--metric",
+            r"figure ([0-9.]+)",
+        ],
+        script,
+        &out,
+    );
+    let (so, se) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{so}\n{se}");
+    assert!(so.contains("not reached (max 2.0 % at 20us)"), "{so}");
+    let v: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(
+        v["knobs"][0]["tolerance"][2]["value"],
+        serde_json::Value::Null
+    );
+    assert!((v["knobs"][0]["tolerance"][1]["value"].as_f64().unwrap() - 20.0).abs() < 1e-6);
+    let _ = fs::remove_dir_all(&out);
+}
+
+/// A script with noise: the baseline 1.0, +1 % per us of L, each run off
+/// by up to ±2 % (from /dev/urandom).
+const NOISY: &str = r#"n=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+case "$LOGGP_L" in 10us) b=1.1 ;; *) b=1.0 ;; esac
+awk -v b="$b" -v n="$n" 'BEGIN { printf "figure %.6f\n", b * (1 + 0.04 * (n / 65535 - 0.5)) }'"#;
+
+#[test]
+fn precision_repeats_until_the_interval_is_narrow_enough() {
+    let out = tempdir("precision");
+    let o = sweep_sh(
+        &[
+            "--knob",
+            "L",
+            "--values",
+            "10us",
+            "--repeat",
+            "2",
+            "--metric",
+            r"figure ([0-9.]+)",
+            "--precision",
+            "0.2%",
+            "--max-runs",
+            "150",
+        ],
+        NOISY,
+        &out,
+    );
+    let (so, se) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{so}\n{se}");
+    // 2 rounds of 3, then rounds of 2 (baseline and L=10us)
+    assert!(se.contains("round 3 for precision ±0.2 %"), "{se}");
+    assert!(se.contains("precision reached after"), "{se}");
+    let v: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(v["precision_reached"], true);
+    let s = &v["knobs"][0]["sensitivity"];
+    let half = (s["pct_hi"].as_f64().unwrap() - s["pct_lo"].as_f64().unwrap()) / 2.0;
+    assert!(half <= 0.2, "{s}");
+    let rows = csv_rows(&out.join("runs.csv"));
+    assert!(rows.len() > 6 && rows.len() <= 150, "{}", rows.len());
+    // the extra rounds ran the baseline and L=10us only
+    let natives = rows.iter().filter(|r| r[0] == "native").count();
+    assert_eq!(natives, 2, "native runs stay at --repeat");
+    assert!(so.contains("precision: ±0.2 % per unit asked"), "{so}");
+    assert!(so.contains("; reached after"), "{so}");
+    // never trusted from fewer than 10 runs of the baseline and L=10us
+    assert!(s["n_baseline"].as_u64().unwrap() >= 10, "{s}");
+    assert!(s["n_first"].as_u64().unwrap() >= 10, "{s}");
+    let _ = fs::remove_dir_all(&out);
+}
+
+#[test]
+fn max_runs_stops_a_precision_that_cannot_be_had() {
+    let out = tempdir("max-runs");
+    let o = sweep_sh(
+        &[
+            "--knob",
+            "L",
+            "--values",
+            "10us",
+            "--repeat",
+            "2",
+            "--metric",
+            r"figure ([0-9.]+)",
+            "--precision",
+            "0.0001%",
+            "--max-runs",
+            "11",
+        ],
+        NOISY,
+        &out,
+    );
+    let (so, se) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{so}\n{se}");
+    // 6 runs, then rounds of 2: 8, 10; an 11th alone would not be a round
+    assert_eq!(csv_rows(&out.join("runs.csv")).len(), 10);
+    assert!(se.contains("--max-runs 11 reached (10 runs)"), "{se}");
+    assert!(
+        so.contains("NOT reached after 10 runs (at most 11)"),
+        "{so}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(v["precision_reached"], false);
+    let _ = fs::remove_dir_all(&out);
+}
+
+#[test]
+fn the_real_shim_reports_virtual_time_at_the_baseline() {
+    // The ranks are a shell that runs the ping-pong (which inherits the
+    // shim from LD_PRELOAD) and files the shim's own report under the
+    // configuration it ran at; native runs have no shim and write none.
+    let shims = root().join("target/release");
+    let mpi = "openmpi";
+    let dir = examples(mpi);
+    let out = tempdir("real-vt");
+    let shim_copy = out.join("shim");
+    fs::create_dir_all(&shim_copy).unwrap();
+    let name = format!("libloggp-{mpi}.so");
+    fs::copy(shims.join(&name), shim_copy.join(&name)).unwrap();
+    let reports = out.join("reports");
+    fs::create_dir_all(&reports).unwrap();
+    let script = format!(
+        r#""$@"; rc=$?; r=$OMPI_COMM_WORLD_RANK; f={d}/rep-$r.json
+if [ -f "$f" ]; then mv "$f" "{d}/L${{LOGGP_L:-0}}-vt${{LOGGP_VT:-unset}}-rank$r-$$.json"; fi
+exit $rc"#,
+        d = reports.display()
+    );
+    let mut c = loggp();
+    c.env("LOGGP_SHIM_DIR", &shim_copy)
+        .env("LOGGP_REPORT", reports.join("rep-%r.json"))
+        .args(["sweep", "--knob", "L", "--values", "20us", "--repeat", "2"])
+        .args(["--metric", r"round trips of \d+ B in ([0-9.]+) s"])
+        .args(["--timeout", "120s", "--lock", LOCK, "--out"])
+        .arg(out.join("results"))
+        .arg("--")
+        .args(launcher(mpi, 2))
+        .args(["sh", "-c", &script, "sh"])
+        .arg(dir.join("pingpong"))
+        .arg("2000");
+    let o = run(c, Duration::from_secs(600));
+    let (so, se) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{so}\n{se}");
+    let mut names: Vec<String> = fs::read_dir(&reports)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    // 2 repeats x 2 ranks at the baseline and at L=20us; none native
+    let base: Vec<&String> = names.iter().filter(|n| n.starts_with("L0-vton-")).collect();
+    let l20: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with("L20us-vton-"))
+        .collect();
+    assert_eq!((base.len(), l20.len(), names.len()), (4, 4, 8), "{names:?}");
+    for n in &base {
+        let r = fs::read_to_string(reports.join(n)).unwrap();
+        assert!(
+            r.contains("\"virtual_time\": true") && r.contains("\"L_ns\":0,"),
+            "{n}: {r}"
+        );
+    }
+    for n in &l20 {
+        let r = fs::read_to_string(reports.join(n)).unwrap();
+        assert!(r.contains("\"L_ns\":20000,"), "{n}: {r}");
+    }
     let _ = fs::remove_dir_all(&out);
 }

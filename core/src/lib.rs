@@ -11,6 +11,7 @@ pub mod fit;
 pub mod prtt;
 pub mod stash;
 pub mod stats;
+pub mod tolerance;
 pub mod tsc;
 pub mod units;
 pub mod vt;

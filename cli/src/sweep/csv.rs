@@ -14,12 +14,17 @@ pub fn runs_csv(r: &Report) -> String {
     let _ = writeln!(
         s,
         "# loggp sweep: every run. command: {}\n# figure: {}; ok=1 when the run counts",
-        r.command.join(" "),
+        // a comment is one line: a script's newlines are written as \n
+        r.command
+            .join(" ")
+            .replace('\r', "\\r")
+            .replace('\n', "\\n"),
         figure_name(r)
     );
     s.push_str("knob,value,x,unit,repeat,ok,exit_code,wall_s,metric,error\n");
     for run in &r.runs {
         let (knob, value, x, unit) = match run.point {
+            Point::Native => ("native".to_string(), String::new(), 0.0, ""),
             Point::Baseline => ("baseline".to_string(), "0".to_string(), 0.0, ""),
             Point::Value(k, v) => {
                 let kn = &r.curves[k].knob;
@@ -67,7 +72,7 @@ pub fn points_csv(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# loggp sweep: one row per point. figure: {}; slowdown_pct = 100 (figure / baseline {} - 1)",
+        "# loggp sweep: one row per point. figure: {}; slowdown_pct = 100 (figure / baseline {} - 1); native: without the shim; baseline: virtual time on, every knob 0",
         figure_name(r),
         r.stat.name()
     );
@@ -86,6 +91,7 @@ pub fn points_csv(r: &Report) -> String {
             summary_cols(p.slowdown)
         );
     };
+    row("native", "", &r.native);
     row("baseline", "", &r.baseline);
     for c in &r.curves {
         for p in &c.points {

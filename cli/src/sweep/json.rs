@@ -2,8 +2,12 @@
 //! writes non-finite numbers as `null`.
 
 use super::stats::Summary;
-use super::{Point, PointStats, Report, THRESHOLD_PCT};
+use super::{
+    Point, PointStats, Report, Sensitivity, CONFIDENCE, RESAMPLES, SEED, THRESHOLD_PCT,
+    TOLERANCE_PCT,
+};
 use crate::json::Pairs;
+use loggp_core::tolerance::Tolerance;
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -19,9 +23,118 @@ struct SweepFile<'a> {
     /// The background `LOGGP_*` variables, in their order.
     environment: Pairs<&'a str, &'a str>,
     threshold_pct: f64,
+    /// The levels of the tolerance, in %.
+    tolerance_pct: [f64; 3],
+    /// Confidence of every interval.
+    confidence: f64,
+    /// How the intervals are made.
+    methods: Methods,
+    /// `--precision` (± % of the baseline per unit) and `--max-runs`.
+    precision_pct: Option<f64>,
+    max_runs: Option<usize>,
+    /// Whether every sensitivity reached `--precision`.
+    precision_reached: Option<bool>,
+    /// The smallest slowdown (%) two points of the baseline's spread can
+    /// be told apart by, with the baseline's runs.
+    resolution_pct: Option<f64>,
+    /// Without the shim.
+    native: JsonPoint<'a>,
+    /// Virtual time on, every knob 0.
     baseline: JsonPoint<'a>,
+    /// Baseline against native.
+    emulation_cost: Option<JsonCost>,
     knobs: Vec<JsonKnob<'a>>,
     runs: Vec<JsonRun<'a>>,
+}
+
+#[derive(Serialize)]
+struct Methods {
+    sensitivity: &'static str,
+    tolerance: &'static str,
+    resolution: &'static str,
+    bootstrap_resamples: usize,
+    bootstrap_seed: u64,
+}
+
+#[derive(Serialize)]
+struct JsonCost {
+    /// The statistic of the native runs and of the baseline.
+    native: f64,
+    baseline: f64,
+    /// `100 (baseline / native - 1)`.
+    cost_pct: f64,
+}
+
+#[derive(Serialize)]
+struct JsonSensitivity {
+    /// Figure per unit, by the point statistic, with the interval.
+    slope_per_unit: f64,
+    lo: f64,
+    hi: f64,
+    /// The same in % of the baseline per unit.
+    pct_per_unit: f64,
+    pct_lo: f64,
+    pct_hi: f64,
+    /// Runs of the baseline and of the first value.
+    n_baseline: usize,
+    n_first: usize,
+    /// The first value: the slope is measured from 0 to it.
+    to_x: f64,
+    /// Least squares through the same runs with the t-interval.
+    ols: Option<JsonOls>,
+}
+
+#[derive(Serialize)]
+struct JsonOls {
+    slope_per_unit: f64,
+    lo: f64,
+    hi: f64,
+    df: usize,
+}
+
+impl From<&Sensitivity> for JsonSensitivity {
+    fn from(s: &Sensitivity) -> Self {
+        let (p, plo, phi) = s.pct();
+        JsonSensitivity {
+            slope_per_unit: s.slope.value,
+            lo: s.slope.lo,
+            hi: s.slope.hi,
+            pct_per_unit: p,
+            pct_lo: plo,
+            pct_hi: phi,
+            n_baseline: s.n.0,
+            n_first: s.n.1,
+            to_x: s.x1,
+            ols: s.ols.map(|c| JsonOls {
+                slope_per_unit: c.slope,
+                lo: c.lo(),
+                hi: c.hi(),
+                df: c.df,
+            }),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonTolerance {
+    slowdown_pct: f64,
+    /// `null`: not reached within the sweep.
+    value: Option<f64>,
+    /// `null`: the interval is open at that end (`hi`: in more than 2.5 %
+    /// of the resamples the level is not reached within the sweep).
+    lo: Option<f64>,
+    hi: Option<f64>,
+}
+
+impl From<&Tolerance> for JsonTolerance {
+    fn from(t: &Tolerance) -> Self {
+        JsonTolerance {
+            slowdown_pct: t.level_pct,
+            value: t.value,
+            lo: t.lo,
+            hi: t.hi,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -54,6 +167,8 @@ struct JsonKnob<'a> {
     slowdown_pct_per_unit: Option<f64>,
     r2: Option<f64>,
     crossing: Option<f64>,
+    sensitivity: Option<JsonSensitivity>,
+    tolerance: Vec<JsonTolerance>,
     points: Vec<JsonPoint<'a>>,
 }
 
@@ -81,6 +196,8 @@ pub fn json(r: &Report) -> String {
             slowdown_pct_per_unit: c.fit.zip(base).map(|(f, b)| 100.0 * f.slope / b),
             r2: c.fit.map(|f| f.r2),
             crossing: c.crossing,
+            sensitivity: c.sensitivity.as_ref().map(JsonSensitivity::from),
+            tolerance: c.tolerance.iter().map(JsonTolerance::from).collect(),
             points: c.points.iter().map(JsonPoint::from).collect(),
         })
         .collect();
@@ -89,6 +206,7 @@ pub fn json(r: &Report) -> String {
         .iter()
         .map(|run| {
             let (knob, value) = match run.point {
+                Point::Native => ("native", ""),
                 Point::Baseline => ("baseline", "0"),
                 Point::Value(k, v) => (
                     r.curves[k].knob.name.as_str(),
@@ -125,7 +243,26 @@ pub fn json(r: &Report) -> String {
                 .collect(),
         ),
         threshold_pct: THRESHOLD_PCT,
+        tolerance_pct: TOLERANCE_PCT,
+        confidence: CONFIDENCE,
+        methods: Methods {
+            sensitivity: "(stat(first value) - stat(baseline)) / x1, percentile bootstrap over both points' runs; ols: least squares through the same runs, t-interval b ± t(0.975, n-2) s/sqrt(Sxx)",
+            tolerance: "first crossing of the slowdown curve (statistic per point, linear between points); percentile bootstrap over each point's runs",
+            resolution: "95th percentile of 100 |stat(A) - stat(B)| / stat(baseline) over pairs of bootstrap resamples A, B of the baseline's runs",
+            bootstrap_resamples: RESAMPLES,
+            bootstrap_seed: SEED,
+        },
+        precision_pct: r.precision,
+        max_runs: r.max_runs,
+        precision_reached: r.precise(),
+        resolution_pct: r.resolution_pct(r.metric.is_some()),
+        native: JsonPoint::from(&r.native),
         baseline: JsonPoint::from(&r.baseline),
+        emulation_cost: r.emulation_cost().map(|c| JsonCost {
+            native: c.native,
+            baseline: c.baseline,
+            cost_pct: c.pct(),
+        }),
         knobs,
         runs,
     };

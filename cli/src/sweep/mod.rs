@@ -1,16 +1,41 @@
 //! `loggp sweep`: how much does a program care about each LogGP parameter?
 //!
-//! The program runs `--repeat` times at a baseline (the shim loaded with
-//! every knob at zero, a pass-through) and at every value of every knob.
-//! Rounds are interleaved (baseline, then each point, then the next round)
-//! so that a drift of the machine spreads over every point instead of
-//! biasing the last ones. For each point the median of the repeats (or,
-//! with `--stat min`, the fastest run) is compared with the baseline's:
+//! The program runs `--repeat` times natively (no shim), at a baseline (the
+//! shim loaded with virtual time on and every knob at zero: the emulated
+//! machine itself) and at every value of every knob. Rounds are interleaved
+//! (native, baseline, then each point, then the next round) so that a
+//! drift of the machine spreads over every point instead of biasing the
+//! last ones. Every slowdown is against the baseline, so it measures the
+//! knob alone; the emulation's own cost (baseline against native) is
+//! reported on a line of its own. For each point the median of the repeats
+//! (or, with `--stat min`, the fastest run) is compared with the baseline's:
 //! slowdown % = 100 (t/t₀ - 1).
-//! Per knob, a least-squares line through (value, that time) gives the
-//! slope and R², and linear interpolation between measured points gives the
-//! value at which the slowdown first reaches 10 % (Martin et al., ISCA'97,
-//! plot the same curves).
+//!
+//! Per knob (the statistics are in `loggp_core::tolerance`):
+//! - a least-squares line through (value, that time) gives the slope and
+//!   R² over the whole range, and linear interpolation between measured
+//!   points the value at which the slowdown first reaches 10 % (Martin et
+//!   al., ISCA'97, plot the same curves);
+//! - the **sensitivity** at the baseline (LLAMP's term, Shen, Hoefler et
+//!   al., SC'24) is the slope from the baseline to the knob's first value
+//!   by the point statistic, `(stat(first) − stat(base)) / x₁`, with a 95 %
+//!   percentile bootstrap interval over both points' runs
+//!   (`loggp_core::tolerance::bootstrap_slope`); the least-squares slope
+//!   through the same runs with its t-interval `b ± t_{0.975, n−2} · s /
+//!   √Sxx` (`slope_ci`) goes to the JSON for comparison: it uses means, so
+//!   on a shared machine one wild run widens it a lot;
+//! - the **tolerance** at 1, 2 and 5 % is where the slowdown curve first
+//!   reaches that level, interpolated between measured points, with a 95 %
+//!   percentile bootstrap interval over the runs of each point
+//!   (`loggp_core::tolerance::bootstrap_crossings`).
+//!
+//! The **resolution** is the smallest slowdown the repeats can tell from
+//! noise, from the baseline's runs: the 95th percentile of the difference
+//! between the statistics of two bootstrap resamples of them
+//! (`loggp_core::tolerance::bootstrap_resolution`).
+//! With `--precision` the baseline and each knob's first value are repeated
+//! in further rounds until every sensitivity's interval is narrow enough,
+//! or `--max-runs` is reached.
 //!
 //! Files written to `--out`: `runs.csv` (every run), `points.csv` (every
 //! point), `sweep.json` (everything), `summary.md` (the tables) and
@@ -27,6 +52,7 @@ mod svg;
 use crate::job::{self, End, Outcome};
 use crate::knobs;
 use crate::launch::{self, Mpi};
+use loggp_core::tolerance::{Group, Interval, SlopeCi, Tolerance};
 pub use opts::Args;
 use opts::{Knob, Opts};
 use stats::{Fit, Stat, Summary};
@@ -36,10 +62,22 @@ use std::time::{Duration, Instant};
 
 /// The slowdown whose crossing the summary reports, in %.
 pub const THRESHOLD_PCT: f64 = 10.0;
+/// The slowdowns at which the tolerance is reported, in %.
+pub const TOLERANCE_PCT: [f64; 3] = [1.0, 2.0, 5.0];
+/// Confidence of every interval the sweep reports.
+pub const CONFIDENCE: f64 = 0.95;
+/// Bootstrap replicates for the tolerance intervals.
+pub const RESAMPLES: usize = 2000;
+/// Seed of the bootstrap, fixed so that a report can be reproduced from
+/// its runs.
+pub const SEED: u64 = 0x5eed_1066;
 
 /// Which configuration a run measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Point {
+    /// The program as it is: no shim, no `LOGGP_*` variable.
+    Native,
+    /// The shim with virtual time on, every knob at zero.
     Baseline,
     /// Knob index, value index.
     Value(usize, usize),
@@ -80,9 +118,39 @@ pub struct PointStats {
     pub x: f64,
     /// Summary of the figure (seconds, or the metric's unit).
     pub time: Option<Summary>,
-    /// The same, as slowdown % against the baseline median.
+    /// The same, as slowdown % against the baseline's statistic.
     pub slowdown: Option<Summary>,
     pub failed: usize,
+}
+
+/// The sensitivity of the figure to a knob at the baseline.
+#[derive(Clone, Copy, Debug)]
+pub struct Sensitivity {
+    /// `(stat(first value) − stat(baseline)) / x₁` (figure per unit), with
+    /// its bootstrap interval.
+    pub slope: Interval,
+    /// The value the slope is measured to (the knob's first value).
+    pub x1: f64,
+    /// The baseline's statistic, for the slope in % per unit.
+    pub base: f64,
+    /// Runs of the baseline and of the first value.
+    pub n: (usize, usize),
+    /// Least squares through the same runs, with the t-interval: the
+    /// classical figure, for comparison (means, so wild runs move it).
+    pub ols: Option<SlopeCi>,
+}
+
+impl Sensitivity {
+    /// `(slope, lo, hi)` in % of the baseline per unit.
+    pub fn pct(&self) -> (f64, f64, f64) {
+        let f = |v: f64| 100.0 * v / self.base;
+        (f(self.slope.value), f(self.slope.lo), f(self.slope.hi))
+    }
+
+    /// Half the interval, in % of the baseline per unit.
+    pub fn half_pct(&self) -> f64 {
+        100.0 * self.slope.half() / self.base
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -91,8 +159,29 @@ pub struct Curve {
     pub points: Vec<PointStats>,
     /// Least squares of median figure against x, baseline included at x=0.
     pub fit: Option<Fit>,
-    /// First x where the median slowdown reaches THRESHOLD_PCT.
+    /// First x where the slowdown reaches THRESHOLD_PCT.
     pub crossing: Option<f64>,
+    /// At the baseline, from the runs of the baseline and the first value.
+    pub sensitivity: Option<Sensitivity>,
+    /// At each of TOLERANCE_PCT.
+    pub tolerance: Vec<Tolerance>,
+}
+
+/// The emulation's own cost: the baseline (virtual time at zero) against
+/// the program without the shim.
+#[derive(Clone, Copy, Debug)]
+pub struct EmulationCost {
+    /// The native runs' statistic.
+    pub native: f64,
+    /// The baseline's statistic.
+    pub baseline: f64,
+}
+
+impl EmulationCost {
+    /// `100 (baseline / native - 1)`.
+    pub fn pct(&self) -> f64 {
+        100.0 * (self.baseline / self.native - 1.0)
+    }
 }
 
 /// Everything a sweep produced.
@@ -105,29 +194,93 @@ pub struct Report {
     /// The statistic that stands for a point.
     pub stat: Stat,
     pub background: Vec<(String, String)>,
+    pub native: PointStats,
     pub baseline: PointStats,
     pub curves: Vec<Curve>,
     pub runs: Vec<Run>,
     /// False when the sweep stopped before its last run.
     pub complete: bool,
+    /// `--precision` (% per unit) and `--max-runs`, when asked for.
+    pub precision: Option<f64>,
+    pub max_runs: Option<usize>,
 }
 
 impl Report {
     pub fn failed_runs(&self) -> usize {
         self.runs.iter().filter(|r| r.error.is_some()).count()
     }
+
+    /// Baseline against native, when both have runs.
+    pub fn emulation_cost(&self) -> Option<EmulationCost> {
+        let n = self.native.time.map(|t| self.stat.of(&t))?;
+        let b = self.baseline.time.map(|t| self.stat.of(&t))?;
+        (n > 0.0).then_some(EmulationCost {
+            native: n,
+            baseline: b,
+        })
+    }
+
+    /// The smallest slowdown (%) a difference between two points of this
+    /// many runs can show, from the baseline's spread (95 %).
+    pub fn resolution_pct(&self, with_metric: bool) -> Option<f64> {
+        let figs = figures(&self.runs, Point::Baseline, with_metric);
+        loggp_core::tolerance::bootstrap_resolution(
+            &figs,
+            stat_fn(self.stat),
+            CONFIDENCE,
+            RESAMPLES,
+            SEED,
+        )
+    }
+
+    /// True when every knob's sensitivity is within `--precision`.
+    pub fn precise(&self) -> Option<bool> {
+        let p = self.precision?;
+        Some(self.curves.iter().all(|c| curve_precise(c, p)))
+    }
 }
 
-/// Builds the statistics from the runs recorded so far.
+/// Runs the baseline and a knob's first value need before `--precision`
+/// trusts the sensitivity's interval: a percentile bootstrap from a few
+/// runs is too narrow (from two runs it cannot be wider than their range),
+/// a known weakness of the method for small samples (Efron & Tibshirani
+/// 1993, §13.3 and ch. 14).
+pub const PRECISION_MIN_RUNS: usize = 10;
+
+/// Whether a knob's sensitivity is known to ± `p` % per unit.
+fn curve_precise(c: &Curve, p: f64) -> bool {
+    c.sensitivity.is_some_and(|s| {
+        s.n.0 >= PRECISION_MIN_RUNS && s.n.1 >= PRECISION_MIN_RUNS && s.half_pct() <= p
+    })
+}
+
+/// The statistic as a function of the runs, for the bootstrap.
+fn stat_fn(stat: Stat) -> fn(&[f64]) -> f64 {
+    match stat {
+        Stat::Median => loggp_core::tolerance::median_of,
+        Stat::Min => loggp_core::tolerance::min_of,
+    }
+}
+
+/// The figures of the successful runs of a point.
+fn figures(runs: &[Run], p: Point, with_metric: bool) -> Vec<f64> {
+    runs.iter()
+        .filter(|r| r.point == p)
+        .filter_map(|r| r.figure(with_metric))
+        .collect()
+}
+
+/// Builds the statistics from the runs recorded so far: native, baseline
+/// and the curves.
 pub fn analyse(
     opts_knobs: &[Knob],
     runs: &[Run],
     with_metric: bool,
     stat: Stat,
-) -> (PointStats, Vec<Curve>) {
+) -> (PointStats, PointStats, Vec<Curve>) {
     let stats_of = |p: Point, label: String, x: f64, base: Option<f64>| {
-        let rs: Vec<&Run> = runs.iter().filter(|r| r.point == p).collect();
-        let figs: Vec<f64> = rs.iter().filter_map(|r| r.figure(with_metric)).collect();
+        let n = runs.iter().filter(|r| r.point == p).count();
+        let figs = figures(runs, p, with_metric);
         let time = Summary::of(&figs);
         let slowdown = match (time, base) {
             (Some(t), Some(b)) if b > 0.0 => Some(t.slowdown_pct(b)),
@@ -138,12 +291,15 @@ pub fn analyse(
             x,
             time,
             slowdown,
-            failed: rs.len() - figs.len(),
+            failed: n - figs.len(),
         }
     };
     let baseline = stats_of(Point::Baseline, "baseline".into(), 0.0, None);
     let base = baseline.time.map(|t| stat.of(&t));
     let baseline = stats_of(Point::Baseline, "baseline".into(), 0.0, base);
+    let native = stats_of(Point::Native, "native".into(), 0.0, base);
+    let base_figs = figures(runs, Point::Baseline, with_metric);
+    let stat_fn = stat_fn(stat);
     let curves = opts_knobs
         .iter()
         .enumerate()
@@ -171,16 +327,70 @@ pub fn analyse(
                     .iter()
                     .filter_map(|p| p.slowdown.map(|s| (p.x, stat.of(&s)))),
             );
-            let crossing = stats::crossing(&curve, THRESHOLD_PCT);
+            let crossing = loggp_core::tolerance::crossing(&curve, THRESHOLD_PCT);
+            // sensitivity: every run of the baseline and of the first
+            // value (the smallest x with a successful run)
+            let first = (0..knob.values.len())
+                .map(|v| {
+                    (
+                        knob.values[v].x,
+                        figures(runs, Point::Value(k, v), with_metric),
+                    )
+                })
+                .find(|(x, f)| *x > 0.0 && !f.is_empty());
+            let sensitivity = match (first, base) {
+                (Some((x1, f1)), Some(b)) if b > 0.0 => {
+                    let pts: Vec<(f64, f64)> = base_figs
+                        .iter()
+                        .map(|&t| (0.0, t))
+                        .chain(f1.iter().map(|&t| (x1, t)))
+                        .collect();
+                    let g = Group { x: x1, runs: &f1 };
+                    loggp_core::tolerance::bootstrap_slope(
+                        &base_figs, &g, stat_fn, CONFIDENCE, RESAMPLES, SEED,
+                    )
+                    .map(|slope| Sensitivity {
+                        slope,
+                        x1,
+                        base: b,
+                        n: (base_figs.len(), f1.len()),
+                        ols: loggp_core::tolerance::slope_ci(&pts, CONFIDENCE),
+                    })
+                }
+                _ => None,
+            };
+            let value_figs: Vec<Vec<f64>> = (0..knob.values.len())
+                .map(|v| figures(runs, Point::Value(k, v), with_metric))
+                .collect();
+            let groups: Vec<Group<'_>> = knob
+                .values
+                .iter()
+                .zip(&value_figs)
+                .map(|(val, f)| Group {
+                    x: val.x,
+                    runs: f.as_slice(),
+                })
+                .collect();
+            let tolerance = loggp_core::tolerance::bootstrap_crossings(
+                &base_figs,
+                &groups,
+                stat_fn,
+                &TOLERANCE_PCT,
+                CONFIDENCE,
+                RESAMPLES,
+                SEED,
+            );
             Curve {
                 knob: knob.clone(),
                 points,
                 fit,
                 crossing,
+                sensitivity,
+                tolerance,
             }
         })
         .collect();
-    (baseline, curves)
+    (native, baseline, curves)
 }
 
 pub fn main(args: Args) -> Result<ExitCode, String> {
@@ -198,20 +408,28 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
     // Validate every configuration now, as the shim will, so that a bad
     // value stops the sweep before the first run rather than in the middle.
     // A swept knob set in the environment is replaced by the swept values,
-    // and is absent (zero) at the baseline.
+    // and is absent (zero) at the baseline; LOGGP_VT is on in every run
+    // with the shim, the baseline included.
     let background: Vec<(String, String)> = knobs::resolve(&[])?
         .into_iter()
-        .filter(|(k, _)| !o.knobs.iter().any(|kn| kn.var == k))
+        .filter(|(k, _)| !o.knobs.iter().any(|kn| kn.var == k) && k != "LOGGP_VT")
         .collect();
-    let mut configs: Vec<(Point, Vec<(String, String)>)> =
-        vec![(Point::Baseline, background.clone())];
+    let with_vt = |mut vars: Vec<(String, String)>| {
+        vars.push(("LOGGP_VT".to_string(), "on".to_string()));
+        vars
+    };
+    let mut configs: Vec<Config> = vec![
+        (Point::Native, None),
+        (Point::Baseline, Some(with_vt(background.clone()))),
+    ];
     for (k, knob) in o.knobs.iter().enumerate() {
         for (v, val) in knob.values.iter().enumerate() {
             let mut vars = background.clone();
             vars.push((knob.var.to_string(), val.text.clone()));
+            let vars = with_vt(vars);
             loggp_core::Config::from_vars(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                 .map_err(|e| e.to_string())?;
-            configs.push((Point::Value(k, v), vars));
+            configs.push((Point::Value(k, v), Some(vars)));
         }
     }
     std::fs::create_dir_all(&o.out)
@@ -228,13 +446,39 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
     })
 }
 
+/// One configuration: its point and the variables of its runs with the
+/// shim (`None`: a native run, without the shim).
+type Config = (Point, Option<Vec<(String, String)>>);
+
+/// The label of a point in progress lines and messages.
+fn point_label(o: &Opts, p: Point) -> String {
+    match p {
+        Point::Native => "native".to_string(),
+        Point::Baseline => "baseline".to_string(),
+        Point::Value(k, v) => format!("{}={}", o.knobs[k].name, o.knobs[k].values[v].text),
+    }
+}
+
+/// Whether to go on after a run.
+enum Next {
+    Go,
+    Stop,
+}
+
 fn sweep(
     o: &Opts,
     mpi: Mpi,
     shim: &std::path::Path,
-    configs: &[(Point, Vec<(String, String)>)],
+    configs: &[Config],
     background: &[(String, String)],
 ) -> Report {
+    let empty = |label: &str| PointStats {
+        label: label.into(),
+        x: 0.0,
+        time: None,
+        slowdown: None,
+        failed: 0,
+    };
     let mut report = Report {
         command: o.cmd.clone(),
         mpi: mpi.name(),
@@ -242,16 +486,13 @@ fn sweep(
         repeat: o.repeat,
         stat: o.stat,
         background: background.to_vec(),
-        baseline: PointStats {
-            label: "baseline".into(),
-            x: 0.0,
-            time: None,
-            slowdown: None,
-            failed: 0,
-        },
+        native: empty("native"),
+        baseline: empty("baseline"),
         curves: Vec::new(),
         runs: Vec::new(),
         complete: true,
+        precision: o.precision,
+        max_runs: o.max_runs,
     };
     for kn in &o.knobs {
         if let Ok(v) = std::env::var(kn.var) {
@@ -261,69 +502,180 @@ fn sweep(
             );
         }
     }
-    for (k, v) in background {
+    if let Ok(v) = std::env::var("LOGGP_VT") {
         eprintln!(
-            "loggp sweep: note: the environment sets {k}={v}; it applies to every run, the baseline too"
+            "loggp sweep: note: the environment sets LOGGP_VT={v}; the sweep runs every run with the shim at LOGGP_VT=on"
         );
     }
-    let total = configs.len() * o.repeat;
-    let mut progress = Progress::new(total);
+    for (k, v) in background {
+        eprintln!(
+            "loggp sweep: note: the environment sets {k}={v}; it applies to every run with the shim, the baseline too"
+        );
+    }
+    for k in &o.zeros {
+        eprintln!(
+            "loggp sweep: note: {k}=0 is the baseline (virtual time on, every knob 0), measured once for all knobs"
+        );
+    }
+    let with_metric = o.metric.is_some();
+    let singleton = !launch::is_launcher(&o.cmd[0]);
+    let mut progress = Progress::new(configs.len() * o.repeat);
+    let one = |report: &mut Report,
+               progress: &mut Progress,
+               point: Point,
+               vars: &Option<Vec<(String, String)>>,
+               repeat: usize,
+               of: String|
+     -> Next {
+        let mut cmd = match vars {
+            Some(vars) => launch::command(mpi, shim, vars, &o.cmd),
+            None => launch::native_command(mpi, &o.cmd),
+        };
+        // Each run gets exactly `vars`: a launcher passes them to the
+        // ranks with its own flags, so its environment must not carry
+        // other values; a singleton has them in its environment. A
+        // native run has none.
+        for (name, _, _) in loggp_core::config::VARIABLES {
+            match vars.iter().flatten().find(|(k, _)| k == name) {
+                Some((_, v)) if singleton => cmd.env(name, v),
+                _ => cmd.env_remove(name),
+            };
+        }
+        let label = point_label(o, point);
+        let out = job::run(cmd, o.timeout, o.lock.as_deref());
+        let run = record(point, repeat, &out, o);
+        progress.step(&label, repeat, &of, &run);
+        if let Some(err) = &run.error {
+            progress.clear();
+            eprintln!(
+                "loggp sweep: run {} ({label}, repeat {repeat}) failed: {err}",
+                progress.done
+            );
+            let lines = job::tail(&out, 10);
+            if lines.is_empty() {
+                eprintln!("  (it printed nothing)");
+            } else {
+                eprintln!("  last lines of its output:");
+                for l in lines {
+                    eprintln!("  | {l}");
+                }
+            }
+        }
+        let first_baseline_failed = run.error.is_some() && point == Point::Baseline && repeat == 1;
+        let failed = run.error.is_some();
+        report.runs.push(run);
+        if failed && (!o.keep_going || first_baseline_failed) {
+            if first_baseline_failed && o.keep_going {
+                eprintln!(
+                    "loggp sweep: stopping: the program fails even at the baseline (no knob set)"
+                );
+            } else {
+                eprintln!("loggp sweep: stopping (--stop-on-fail)");
+            }
+            report.complete = false;
+            return Next::Stop;
+        }
+        Next::Go
+    };
     'rounds: for repeat in 1..=o.repeat {
         for (point, vars) in configs {
-            let mut cmd = launch::command(mpi, shim, vars, &o.cmd);
-            // Each run gets exactly `vars`: a launcher passes them to the
-            // ranks with its own flags, so its environment must not carry
-            // other values; a singleton has them in its environment.
-            let singleton = !launch::is_launcher(&o.cmd[0]);
-            for (name, _, _) in loggp_core::config::VARIABLES {
-                match vars.iter().find(|(k, _)| k == name) {
-                    Some((_, v)) if singleton => cmd.env(name, v),
-                    _ => cmd.env_remove(name),
-                };
-            }
-            let label = match *point {
-                Point::Baseline => "baseline".to_string(),
-                Point::Value(k, v) => format!("{}={}", o.knobs[k].name, o.knobs[k].values[v].text),
-            };
-            let out = job::run(cmd, o.timeout, o.lock.as_deref());
-            let run = record(*point, repeat, &out, o);
-            progress.step(&label, repeat, o.repeat, &run);
-            if let Some(err) = &run.error {
-                progress.clear();
-                eprintln!(
-                    "loggp sweep: run {} of {total} ({label}, repeat {repeat}) failed: {err}",
-                    progress.done
-                );
-                let lines = job::tail(&out, 10);
-                if lines.is_empty() {
-                    eprintln!("  (it printed nothing)");
-                } else {
-                    eprintln!("  last lines of its output:");
-                    for l in lines {
-                        eprintln!("  | {l}");
-                    }
-                }
-            }
-            let first_baseline_failed =
-                run.error.is_some() && *point == Point::Baseline && repeat == 1;
-            let failed = run.error.is_some();
-            report.runs.push(run);
-            if failed && (!o.keep_going || first_baseline_failed) {
-                if first_baseline_failed && o.keep_going {
-                    eprintln!("loggp sweep: stopping: the program fails even at the baseline (no knob set)");
-                } else {
-                    eprintln!("loggp sweep: stopping (--stop-on-fail)");
-                }
-                report.complete = false;
+            if let Next::Stop = one(
+                &mut report,
+                &mut progress,
+                *point,
+                vars,
+                repeat,
+                format!("/{}", o.repeat),
+            ) {
                 break 'rounds;
             }
         }
     }
+    let update = |report: &mut Report| {
+        let (native, baseline, curves) = analyse(&o.knobs, &report.runs, with_metric, o.stat);
+        report.native = native;
+        report.baseline = baseline;
+        report.curves = curves;
+    };
+    update(&mut report);
+    if let (Some(p), Some(max), true) = (o.precision, o.max_runs, report.complete) {
+        let mut repeat = o.repeat;
+        loop {
+            // the baseline and the first value of each knob not yet precise
+            let wanted: Vec<&Config> = configs
+                .iter()
+                .filter(|(pt, _)| match *pt {
+                    Point::Native => false,
+                    Point::Baseline => true,
+                    Point::Value(k, v) => v == 0 && !curve_precise(&report.curves[k], p),
+                })
+                .collect();
+            progress.clear();
+            let state = precision_state(&report, p);
+            if wanted.len() < 2 {
+                eprintln!(
+                    "loggp sweep: precision reached after {} runs: {state}",
+                    report.runs.len()
+                );
+                break;
+            }
+            if report.runs.len() + wanted.len() > max {
+                eprintln!(
+                    "loggp sweep: --max-runs {max} reached ({} runs) before the asked precision ±{p} %: {state}",
+                    report.runs.len()
+                );
+                break;
+            }
+            repeat += 1;
+            eprintln!(
+                "loggp sweep: round {repeat} for precision ±{p} % ({} runs of at most {max}): {state}",
+                report.runs.len()
+            );
+            progress.total += wanted.len();
+            let mut stop = false;
+            for (point, vars) in wanted {
+                if let Next::Stop = one(
+                    &mut report,
+                    &mut progress,
+                    *point,
+                    vars,
+                    repeat,
+                    String::new(),
+                ) {
+                    stop = true;
+                    break;
+                }
+            }
+            update(&mut report);
+            if stop {
+                break;
+            }
+        }
+    }
     progress.clear();
-    let (baseline, curves) = analyse(&o.knobs, &report.runs, o.metric.is_some(), o.stat);
-    report.baseline = baseline;
-    report.curves = curves;
     report
+}
+
+/// Each knob's sensitivity interval as it stands, for progress lines.
+fn precision_state(r: &Report, p: f64) -> String {
+    r.curves
+        .iter()
+        .map(|c| {
+            let u = c.knob.axis.unit();
+            match c.sensitivity {
+                Some(s) => format!(
+                    "{} ±{:.3} %/{u} from {}+{} runs{}",
+                    c.knob.name,
+                    s.half_pct(),
+                    s.n.0,
+                    s.n.1,
+                    if curve_precise(c, p) { " (done)" } else { "" }
+                ),
+                None => format!("{} no interval yet", c.knob.name),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn record(point: Point, repeat: usize, out: &Outcome, o: &Opts) -> Run {
@@ -396,13 +748,16 @@ impl Progress {
         }
     }
 
-    fn step(&mut self, label: &str, repeat: usize, repeats: usize, run: &Run) {
+    fn step(&mut self, label: &str, repeat: usize, of: &str, run: &Run) {
         self.done += 1;
         let elapsed = self.start.elapsed();
         let per = elapsed.as_secs_f64() / self.done as f64;
-        let left = Duration::from_secs_f64(per * (self.total - self.done) as f64);
+        let left = Duration::from_secs_f64(per * self.total.saturating_sub(self.done) as f64);
         let width = 20;
-        let filled = (self.done * width).checked_div(self.total).unwrap_or(width);
+        let filled = (self.done * width)
+            .checked_div(self.total)
+            .unwrap_or(width)
+            .min(width);
         let bar: String = "#".repeat(filled) + &"-".repeat(width - filled);
         let what = match run.error {
             Some(_) => "FAILED".to_string(),
@@ -412,7 +767,7 @@ impl Progress {
             },
         };
         let line = format!(
-            "[{bar}] {}/{} {label} #{repeat}/{repeats}: {what}  elapsed {}  left ~{}",
+            "[{bar}] {}/{} {label} #{repeat}{of}: {what}  elapsed {}  left ~{}",
             self.done,
             self.total,
             clock(elapsed),
@@ -489,7 +844,7 @@ mod tests {
             runs.push(run(p, t * 1.01, true));
         }
         runs.push(run(Point::Value(0, 1), 99.0, false));
-        let (base, curves) = analyse(&[k], &runs, false, Stat::Median);
+        let (_, base, curves) = analyse(&[k], &runs, false, Stat::Median);
         assert_eq!(base.time.unwrap().median, 1.0);
         let c = &curves[0];
         let fit = c.fit.unwrap();
@@ -499,6 +854,46 @@ mod tests {
         assert_eq!(c.points[1].failed, 1);
         assert_eq!(c.points[1].time.unwrap().n, 3);
         assert!((c.points[1].slowdown.unwrap().median - 20.0).abs() < 1e-9);
+        // sensitivity from the baseline and 5us: means 1.0 and 1.05, so
+        // 0.01 s/us = 1 %/us; residuals ±0.01 and ±0.0105, RSS 4.205e-4,
+        // s² = RSS/4, Sxx = 6 · 2.5², t(0.975, 4) = 2.7764
+        let sv = c.sensitivity.unwrap();
+        assert!((sv.slope.value - 0.01).abs() < 1e-12, "{sv:?}");
+        assert!(sv.slope.lo <= 0.01 && 0.01 <= sv.slope.hi, "{sv:?}");
+        assert_eq!((sv.n, sv.x1), ((3, 3), 5.0));
+        assert!((sv.pct().0 - 1.0).abs() < 1e-9);
+        let ols = sv.ols.unwrap();
+        assert!((ols.slope - 0.01).abs() < 1e-12, "{ols:?}");
+        assert_eq!((ols.n, ols.df), (6, 4));
+        let half = 2.776_445 * (4.205e-4 / 4.0 / 37.5f64).sqrt();
+        assert!((ols.half - half).abs() < 1e-6, "{ols:?}");
+        // tolerance: 1, 2, 5 % at 1, 2, 5 us on the line through the medians
+        for (t, want) in c.tolerance.iter().zip([1.0, 2.0, 5.0]) {
+            let v = t.value.unwrap();
+            assert!((v - want).abs() < 1e-9, "{t:?}");
+            assert!(t.lo.unwrap() <= v && v <= t.hi.unwrap(), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn native_runs_give_the_emulation_cost_and_stay_out_of_the_curves() {
+        let k = knob(&[("5us", 5.0)]);
+        let mut runs = vec![];
+        for (p, t) in [
+            (Point::Native, 0.5),
+            (Point::Baseline, 1.0),
+            (Point::Value(0, 0), 1.1),
+        ] {
+            runs.push(run(p, t, true));
+            runs.push(run(p, t * 1.02, true));
+        }
+        let (native, base, curves) = analyse(&[k], &runs, false, Stat::Min);
+        assert_eq!(native.time.unwrap().n, 2);
+        assert!((native.slowdown.unwrap().min + 50.0).abs() < 1e-9);
+        assert_eq!(base.time.unwrap().n, 2);
+        // 10 % in 5 us: the native runs' 0.5 s is not in the slope
+        assert!((curves[0].sensitivity.unwrap().pct().0 - 2.0 * 1.01).abs() < 0.05);
+        assert!((curves[0].fit.unwrap().slope - 0.02).abs() < 1e-9);
     }
 
     #[test]
@@ -514,10 +909,10 @@ mod tests {
             run(Point::Value(0, 0), 1.2, true),
             run(Point::Value(0, 0), 3.3, true),
         ];
-        let (_, by_min) = analyse(std::slice::from_ref(&k), &runs, false, Stat::Min);
+        let (_, _, by_min) = analyse(std::slice::from_ref(&k), &runs, false, Stat::Min);
         assert!((by_min[0].fit.unwrap().slope - 0.01).abs() < 1e-9);
         assert!((by_min[0].crossing.unwrap() - 10.0).abs() < 1e-9);
-        let (_, by_median) = analyse(&[k], &runs, false, Stat::Median);
+        let (_, _, by_median) = analyse(&[k], &runs, false, Stat::Median);
         assert!(
             by_median[0].fit.unwrap().slope < 0.0,
             "the median is fooled here"
@@ -531,7 +926,7 @@ mod tests {
             run(Point::Baseline, 1.0, false),
             run(Point::Value(0, 0), 1.0, true),
         ];
-        let (base, curves) = analyse(&[k], &runs, false, Stat::Median);
+        let (_, base, curves) = analyse(&[k], &runs, false, Stat::Median);
         assert!(base.time.is_none());
         assert!(curves[0].points[0].slowdown.is_none());
         assert!(curves[0].crossing.is_none());
@@ -539,16 +934,16 @@ mod tests {
 
     /// A report from made-up runs: two knobs, an outlier, a failure.
     fn synthetic() -> Report {
-        let k0 = knob(&[("0", 0.0), ("5us", 5.0), ("20us", 20.0)]);
+        let k0 = knob(&[("5us", 5.0), ("20us", 20.0)]);
         let mut k1 = knob(&[("1us", 1.0), ("2us", 2.0)]);
         k1.name = "o_s".into();
         k1.var = "LOGGP_O_S";
         let mut runs = vec![];
         for (i, (p, t)) in [
+            (Point::Native, 0.8),
             (Point::Baseline, 1.0),
-            (Point::Value(0, 0), 1.0),
-            (Point::Value(0, 1), 1.05),
-            (Point::Value(0, 2), 1.2),
+            (Point::Value(0, 0), 1.05),
+            (Point::Value(0, 1), 1.2),
             (Point::Value(1, 0), 1.1),
             (Point::Value(1, 1), 1.2),
         ]
@@ -559,11 +954,14 @@ mod tests {
                 runs.push(run(p, t * f + 0.001 * (i + j) as f64, true));
             }
         }
-        runs.push(run(Point::Value(0, 2), 40.0, true));
+        runs.push(run(Point::Value(0, 1), 40.0, true));
         runs.push(run(Point::Value(1, 1), 1.0, false));
         let knobs = [k0, k1];
-        let (baseline, curves) = analyse(&knobs, &runs, false, Stat::Median);
+        let (native, baseline, curves) = analyse(&knobs, &runs, false, Stat::Median);
         Report {
+            native,
+            precision: None,
+            max_runs: None,
             command: vec![
                 "mpirun".into(),
                 "-np".into(),
@@ -610,7 +1008,25 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["command"][3], "./a, \"b\" <c>");
         assert_eq!(v["knobs"][1]["knob"], "o_s");
-        assert_eq!(v["knobs"][0]["points"].as_array().unwrap().len(), 3);
+        assert_eq!(v["knobs"][0]["points"].as_array().unwrap().len(), 2);
+        assert_eq!(v["runs"][0]["knob"], "native");
+        assert_eq!(v["native"]["figure"]["n"], 3);
+        let cost = v["emulation_cost"]["cost_pct"].as_f64().unwrap();
+        assert!((cost - r.emulation_cost().unwrap().pct()).abs() < 1e-9 && cost > 20.0);
+        let sens = &v["knobs"][0]["sensitivity"];
+        assert!(sens["pct_lo"].as_f64().unwrap() < sens["pct_per_unit"].as_f64().unwrap());
+        assert_eq!(sens["to_x"], 5.0);
+        let tol = v["knobs"][0]["tolerance"].as_array().unwrap();
+        assert_eq!(tol.len(), 3);
+        assert_eq!(tol[2]["slowdown_pct"], 5.0);
+        assert!(tol[0]["value"].as_f64().unwrap() > 0.0);
+        assert!(v["resolution_pct"].as_f64().unwrap() > 0.0);
+        assert!(
+            points
+                .lines()
+                .any(|l| l.starts_with("native,native,0.000000,,3,0,")),
+            "{points}"
+        );
         assert_eq!(v["runs"].as_array().unwrap().len(), 20);
         assert_eq!(v["runs"][19]["error"], "exit code 1");
         assert_eq!(v["baseline"]["figure"]["n"], 3);
@@ -623,9 +1039,21 @@ mod tests {
             svg.contains("whisker cut"),
             "the 40 s outlier must be cut, not scale the plot"
         );
+        assert!(svg.contains("+5 % at"), "tolerance marks: {svg}");
         let md = read("summary.md");
         assert!(md.contains("| o_s=2us | 3 (1 failed) |"), "{md}");
+        assert!(md.contains("| native (no shim) | 3 |"), "{md}");
+        assert!(
+            md.contains("| knob | +1 % at | +2 % at | +5 % at |"),
+            "{md}"
+        );
+        assert!(md.contains("emulation cost: the baseline takes +"), "{md}");
         let text = report::summary_text(&r);
+        assert!(
+            text.contains("sensitivity at 0 (95 %)") && text.contains("%/us ["),
+            "{text}"
+        );
+        assert!(text.contains("resolution: with 3 runs a point"), "{text}");
         assert!(text.contains("1 of 20 runs failed"), "{text}");
         assert!(
             !text.contains("warning"),

@@ -11,8 +11,10 @@ use std::time::Duration;
 
 /// Shown under `loggp sweep --help`.
 const NOTES: &str = "\
-Other LOGGP_* variables in the environment apply to every run, baseline too;
-a swept knob set there is replaced by the swept values (absent at the baseline).
+Other LOGGP_* variables in the environment apply to every run with the shim,
+baseline too; a swept knob set there is replaced by the swept values (absent
+at the baseline); LOGGP_VT is on in every run with the shim. A 0 in --values
+is the baseline, measured once for all knobs.
 Collectives are perturbed too: the shim runs them over its own point-to-point
 algorithms (LOGGP_COLL_<OP> picks one), so their messages feel every knob.
 
@@ -22,10 +24,13 @@ value that has one, so 0,2,5,10us is 0us,2us,5us,10us.";
 
 /// Sweep knobs: how much does a program care about each LogGP parameter?
 ///
-/// Runs the program once per repeat at a baseline (the shim loaded, every
-/// knob at zero) and at each value of each knob, and reports the slowdown
-/// curve of each knob: CSV, JSON, an SVG plot and a summary table (slope,
-/// R², the value at which the slowdown passes 10 %).
+/// Runs the program once per repeat natively (no shim), at a baseline (the
+/// shim loaded, virtual time on, every knob at zero) and at each value of
+/// each knob, and reports per knob against the baseline: the slowdown
+/// curve, the sensitivity at 0 (% per unit, 95 % interval), the tolerance
+/// at 1, 2 and 5 % slowdown (95 % interval), the resolution of the repeats,
+/// and the emulation's own cost (baseline against native): CSV, JSON, an
+/// SVG plot and a summary table.
 #[derive(clap::Args, Debug)]
 #[command(after_help = NOTES)]
 pub struct Args {
@@ -67,6 +72,16 @@ pub struct Args {
     /// Stop at the first failed run (results so far are written)
     #[arg(long, overrides_with = "keep_going")]
     stop_on_fail: bool,
+    /// After the --repeat rounds, repeat the baseline and each knob's first
+    /// value until the 95 % interval of every knob's sensitivity is within
+    /// ± P % of the baseline per unit (per us; per ns/B for G), from at
+    /// least 10 runs of each
+    #[arg(long, value_name = "P%", value_parser = precision)]
+    precision: Option<f64>,
+    /// With --precision: stop adding rounds before the sweep's runs (all of
+    /// them, the first --repeat rounds included) would pass N [default: 200]
+    #[arg(long, value_name = "N", value_parser = args::whole(1, 1_000_000))]
+    max_runs: Option<u32>,
     /// The launcher and its arguments, passed on untouched
     #[arg(last = true, value_name = "LAUNCHER")]
     cmd: Vec<String>,
@@ -78,6 +93,23 @@ fn knob_name(s: &str) -> Result<String, String> {
         .map(|_| k)
         .ok_or_else(|| "expected L, o_s, o_r, g_s, g_r or G".to_string())
 }
+
+/// `--precision`: a width in % (`0.5%` or `0.5`), above 0.
+fn precision(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    t.strip_suffix('%')
+        .unwrap_or(t)
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|p| p.is_finite() && *p > 0.0)
+        .ok_or_else(|| {
+            "expected a width in % of the baseline per unit above 0, like 1% or 0.2%".to_string()
+        })
+}
+
+/// The cap on runs when `--precision` is given without `--max-runs`.
+pub const DEFAULT_MAX_RUNS: usize = 200;
 
 fn stat(s: &str) -> Result<Stat, String> {
     Stat::parse(s).ok_or_else(|| "expected median or min".to_string())
@@ -127,6 +159,12 @@ pub struct Opts {
     pub keep_going: bool,
     pub timeout: Duration,
     pub lock: Option<PathBuf>,
+    /// `--precision`, in % of the baseline per unit.
+    pub precision: Option<f64>,
+    /// Cap on all runs with `--precision`.
+    pub max_runs: Option<usize>,
+    /// Knobs whose list held 0 (the baseline, measured once for all).
+    pub zeros: Vec<String>,
     pub cmd: Vec<String>,
 }
 
@@ -175,6 +213,7 @@ impl Opts {
             }
         }
         let mut knobs = Vec::new();
+        let mut zeros = Vec::new();
         for name in &knob_names {
             let var = knob_var(name).ok_or_else(|| {
             format!("--values {name:?} is not accepted: expected L, o_s, o_r, g_s, g_r or G before the =")
@@ -196,6 +235,17 @@ impl Opts {
             };
             let mut values = parse_values(name, axis, list)?;
             values.sort_by(|a, b| a.x.total_cmp(&b.x));
+            // 0 is the baseline (virtual time on, every knob 0): measured
+            // once for all knobs, not again as a point of this one
+            if values.iter().any(|v| v.x == 0.0) {
+                values.retain(|v| v.x != 0.0);
+                zeros.push(name.clone());
+                if values.is_empty() {
+                    return Err(format!(
+                        "--values {name}: only 0 is given, and 0 is the baseline: give values above 0, like {name}=0,5,10us"
+                    ));
+                }
+            }
             knobs.push(Knob {
                 name: name.clone(),
                 var,
@@ -203,9 +253,33 @@ impl Opts {
                 values,
             });
         }
+        let repeat = a.repeat as usize;
+        let max_runs = match (a.precision, a.max_runs) {
+            (None, Some(n)) => {
+                return Err(format!(
+                    "--max-runs {n} is not accepted without --precision: it caps the rounds that --precision adds"
+                ))
+            }
+            (Some(_), n) => Some(n.map_or(DEFAULT_MAX_RUNS, |n| n as usize)),
+            (None, None) => None,
+        };
+        // native, baseline, every value: one round
+        let round: usize = 2 + knobs.iter().map(|k| k.values.len()).sum::<usize>();
+        if let Some(n) = max_runs {
+            if n < round * repeat {
+                return Err(format!(
+                    "--max-runs {n} is not accepted: the {repeat} rounds of --repeat alone take {} runs (native, baseline and {} values each)",
+                    round * repeat,
+                    round - 2
+                ));
+            }
+        }
         Ok(Opts {
             knobs,
-            repeat: a.repeat as usize,
+            precision: a.precision,
+            max_runs,
+            zeros,
+            repeat,
             stat: a.stat,
             mpi: a.mpi,
             out: a.out,
@@ -315,9 +389,25 @@ mod tests {
     }
 
     #[test]
+    fn zero_is_the_baseline_not_a_point() {
+        let o = parse("--knob L,o_s --values L=0,5,10us --values o_s=1,2us -- ./a").unwrap();
+        assert_eq!(
+            o.knobs[0].values.iter().map(|v| v.x).collect::<Vec<_>>(),
+            [5.0, 10.0]
+        );
+        assert_eq!(o.zeros, ["L"]);
+        let o = parse("--knob L --values 1,2us --precision 0.5% --repeat 3 -- ./a").unwrap();
+        assert_eq!(o.precision, Some(0.5));
+        assert_eq!(o.max_runs, Some(DEFAULT_MAX_RUNS));
+        let o = parse("--knob L --values 1us --precision 2 --max-runs 40 -- ./a").unwrap();
+        assert_eq!((o.precision, o.max_runs), (Some(2.0), Some(40)));
+    }
+
+    #[test]
     fn shared_list_and_knob_from_values() {
-        let o = parse("--knob o_s,o_r --values 0,1us -- ./a").unwrap();
-        assert_eq!(o.knobs[1].values.len(), 2);
+        let o = parse("--knob o_s,o_r --values 0,1,2us -- ./a").unwrap();
+        assert_eq!(o.knobs[1].values.len(), 2, "0 is the baseline");
+        assert_eq!(o.zeros, ["o_s", "o_r"]);
         let o = parse("--values=L=0,1us --stop-on-fail --stat min -- ./a").unwrap();
         assert_eq!(o.knobs[0].name, "L");
         assert!(!o.keep_going);
@@ -356,12 +446,33 @@ mod tests {
                 "--knob L --values 1us --stat mean -- ./a",
                 "expected median or min",
             ),
+            (
+                "--knob L --values 1us --precision 0% -- ./a",
+                "--precision \"0%\" is not accepted: expected a width in %",
+            ),
+            (
+                "--knob L --values 1us --precision lots -- ./a",
+                "--precision \"lots\" is not accepted",
+            ),
+            (
+                "--knob L --values 1us --max-runs 50 -- ./a",
+                "--max-runs 50 is not accepted without --precision",
+            ),
+            (
+                "--knob L --values 1,2us --repeat 5 --precision 1% --max-runs 10 -- ./a",
+                "--max-runs 10 is not accepted: the 5 rounds of --repeat alone take 20 runs",
+            ),
+            (
+                "--knob L --values 0 -- ./a",
+                "only 0 is given, and 0 is the baseline",
+            ),
         ] {
             let e = parse(line).unwrap_err();
             assert!(e.contains(needle), "{line}: {e}");
             assert!(!e.contains('\n'), "{line}: {e:?}");
         }
         let o = parse("--knob L --values 1us --timeout 1.5s -- ./a").unwrap();
+        assert_eq!((o.precision, o.max_runs), (None, None));
         assert_eq!(o.timeout, Duration::from_millis(1500));
         assert_eq!(o.repeat, 5);
         assert!(o.keep_going);

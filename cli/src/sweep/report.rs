@@ -3,7 +3,8 @@
 //! exporters are in their own files).
 
 use super::stats::Stat;
-use super::{csv, json, svg, Curve, PointStats, Report};
+use super::{csv, json, svg, Curve, PointStats, Report, CONFIDENCE, TOLERANCE_PCT};
+use loggp_core::tolerance::Tolerance;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -40,8 +41,124 @@ fn short(v: f64) -> String {
     }
 }
 
+/// The sensitivity cell: `% per unit [lo, hi]`.
+fn sensitivity_cell(c: &Curve) -> String {
+    let u = c.knob.axis.unit();
+    match c.sensitivity {
+        Some(s) => {
+            let (p, lo, hi) = s.pct();
+            format!("{} %/{u} [{}, {}]", short(p), short(lo), short(hi))
+        }
+        None => "n/a".into(),
+    }
+}
+
+/// A tolerance cell: `value [lo, hi]`, "not reached" where the sweep
+/// stops short; `*` when the level is below the sweep's resolution.
+fn tolerance_cell(r: &Report, c: &Curve, t: &Tolerance, resolution: Option<f64>) -> String {
+    let u = c.knob.axis.unit();
+    let end = |v: Option<f64>| v.map_or("not reached".to_string(), short);
+    let interval = format!("[{}, {}]", end(t.lo), end(t.hi));
+    let mark = if resolution.is_some_and(|res| t.level_pct < res) {
+        " *"
+    } else {
+        ""
+    };
+    match t.value {
+        Some(v) => format!("{}{u} {interval}{mark}", short(v)),
+        None => {
+            let max = c
+                .points
+                .iter()
+                .filter_map(|p| p.slowdown.map(|s| (&p.label, r.stat.of(&s))))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            let at = max.map_or(String::new(), |(label, m)| {
+                format!(" (max {m:.1} % at {label})")
+            });
+            if t.lo.is_some() {
+                format!("not reached{at} {interval}{mark}")
+            } else {
+                format!("not reached{at}{mark}")
+            }
+        }
+    }
+}
+
+/// The tolerance rows: knob, then one cell per level.
+fn tolerance_rows(r: &Report) -> Vec<Vec<String>> {
+    let res = r.resolution_pct(r.metric.is_some());
+    r.curves
+        .iter()
+        .map(|c| {
+            std::iter::once(c.knob.name.clone())
+                .chain(c.tolerance.iter().map(|t| tolerance_cell(r, c, t, res)))
+                .collect()
+        })
+        .collect()
+}
+
+fn tolerance_head() -> Vec<String> {
+    std::iter::once("knob".to_string())
+        .chain(TOLERANCE_PCT.iter().map(|l| format!("+{l} % at")))
+        .collect()
+}
+
+/// The lines above the tables: native, baseline, emulation cost,
+/// resolution, precision. Plain text (the Markdown adds nothing).
+fn head_lines(r: &Report) -> Vec<String> {
+    let mut v = Vec::new();
+    let desc = |p: &PointStats| {
+        p.time.map(|t| {
+            format!(
+                "median {} over {} runs (min {}, max {})",
+                short(t.median),
+                t.n,
+                short(t.min),
+                short(t.max)
+            )
+        })
+    };
+    match desc(&r.native) {
+        Some(d) => v.push(format!("native (no shim): {d}")),
+        None => v.push("native (no shim): no successful run".into()),
+    }
+    match desc(&r.baseline) {
+        Some(d) => v.push(format!(
+            "baseline (virtual time on, every knob 0): {d}; points compared by their {}",
+            r.stat.name()
+        )),
+        None => v.push("baseline: no successful run, so no slowdown can be computed".into()),
+    }
+    if let Some(c) = r.emulation_cost() {
+        v.push(format!(
+            "emulation cost: the baseline takes {:+.1} % against native ({} {} vs {}); every slowdown below is against the baseline, so it leaves this out",
+            c.pct(),
+            r.stat.name(),
+            short(c.baseline),
+            short(c.native)
+        ));
+    }
+    if let Some(res) = r.resolution_pct(r.metric.is_some()) {
+        let n = r.baseline.time.map_or(0, |t| t.n);
+        v.push(format!(
+            "resolution: with {n} runs a point, two points whose {} differ by less than {res:.2} % cannot be told apart ({:.0} % confidence, from the baseline's spread; * marks a tolerance below it)",
+            r.stat.name(),
+            100.0 * CONFIDENCE
+        ));
+    }
+    if let (Some(p), Some(max)) = (r.precision, r.max_runs) {
+        let reached = r.precise().unwrap_or(false);
+        v.push(format!(
+            "precision: ±{p} % per unit asked for every sensitivity; {} after {} runs (at most {max})",
+            if reached { "reached" } else { "NOT reached" },
+            r.runs.len()
+        ));
+    }
+    v
+}
+
 /// The summary rows: knob, slope, % per unit, R², threshold crossing.
-fn summary_rows(r: &Report) -> Vec<[String; 6]> {
+fn summary_rows(r: &Report) -> Vec<[String; 7]> {
     let base = r.baseline.time.map(|t| r.stat.of(&t));
     r.curves
         .iter()
@@ -69,7 +186,15 @@ fn summary_rows(r: &Report) -> Vec<[String; 6]> {
                 (None, None) => "n/a".into(),
             };
             let n = c.points.len().to_string();
-            [c.knob.name.clone(), n, slope, pct, r2, cross]
+            [
+                c.knob.name.clone(),
+                n,
+                slope,
+                pct,
+                r2,
+                sensitivity_cell(c),
+                cross,
+            ]
         })
         .collect()
 }
@@ -100,7 +225,38 @@ pub fn noise_warning(r: &Report) -> Option<String> {
     })
 }
 
-const SUMMARY_HEAD: [&str; 6] = ["knob", "points", "slope", "slowdown", "R²", "+10 % at"];
+const SUMMARY_HEAD: [&str; 7] = [
+    "knob",
+    "points",
+    "slope",
+    "slowdown",
+    "R²",
+    "sensitivity at 0 (95 %)",
+    "+10 % at",
+];
+
+/// A table with aligned columns.
+fn aligned(head: &[String], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut l = String::new();
+        for (c, w) in cells.iter().zip(&widths) {
+            let pad = w.saturating_sub(c.chars().count());
+            let _ = write!(l, "{c}{}  ", " ".repeat(pad));
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    let mut s = line(head);
+    for row in rows {
+        s.push_str(&line(row));
+    }
+    s
+}
 
 pub fn summary_text(r: &Report) -> String {
     let mut s = String::new();
@@ -111,47 +267,21 @@ pub fn summary_text(r: &Report) -> String {
         r.mpi,
         figure_name(r)
     );
-    match r.baseline.time {
-        Some(t) => {
-            let _ = writeln!(
-                s,
-                "baseline (shim loaded, knobs at zero): median {} over {} runs (min {}, max {}); points compared by their {}",
-                short(t.median),
-                t.n,
-                short(t.min),
-                short(t.max),
-                r.stat.name()
-            );
-        }
-        None => {
-            let _ = writeln!(
-                s,
-                "baseline: no successful run, so no slowdown can be computed"
-            );
-        }
+    for l in head_lines(r) {
+        let _ = writeln!(s, "{l}");
     }
     if let Some(w) = noise_warning(r) {
         let _ = writeln!(s, "{w}");
     }
-    let rows = summary_rows(r);
-    let mut widths = SUMMARY_HEAD.map(|h| h.chars().count());
-    for row in &rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let mut l = String::new();
-        for (c, w) in cells.iter().zip(widths) {
-            let pad = w.saturating_sub(c.chars().count());
-            let _ = write!(l, "{c}{}  ", " ".repeat(pad));
-        }
-        l.trim_end().to_string() + "\n"
-    };
-    s.push_str(&line(SUMMARY_HEAD.to_vec()));
-    for row in &rows {
-        s.push_str(&line(row.iter().map(String::as_str).collect()));
-    }
+    let head: Vec<String> = SUMMARY_HEAD.iter().map(|h| h.to_string()).collect();
+    let rows: Vec<Vec<String>> = summary_rows(r).into_iter().map(Vec::from).collect();
+    s.push_str(&aligned(&head, &rows));
+    let _ = writeln!(
+        s,
+        "tolerance: the value at which the slowdown reaches each level [{:.0} % interval]",
+        100.0 * CONFIDENCE
+    );
+    s.push_str(&aligned(&tolerance_head(), &tolerance_rows(r)));
     let failed = r.failed_runs();
     if failed > 0 || !r.complete {
         let _ = writeln!(
@@ -173,14 +303,33 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(
         s,
         "Command: `{}` ({}); figure: {}; {} runs per point.\n",
-        r.command.join(" "),
+        r.command.join(" ").replace('\n', " "),
         r.mpi,
         figure_name(r),
         r.repeat
     );
+    for l in head_lines(r) {
+        let _ = writeln!(s, "{l}  ");
+    }
+    if let Some(w) = noise_warning(r) {
+        let _ = writeln!(s, "{w}  ");
+    }
+    s.push('\n');
     let _ = writeln!(s, "| {} |", SUMMARY_HEAD.join(" | "));
     let _ = writeln!(s, "|{}", "---|".repeat(SUMMARY_HEAD.len()));
     for row in summary_rows(r) {
+        let _ = writeln!(s, "| {} |", row.join(" | "));
+    }
+    s.push('\n');
+    let _ = writeln!(
+        s,
+        "Tolerance: the value at which the slowdown reaches each level [{:.0} % bootstrap interval].\n",
+        100.0 * CONFIDENCE
+    );
+    let th = tolerance_head();
+    let _ = writeln!(s, "| {} |", th.join(" | "));
+    let _ = writeln!(s, "|{}", "---|".repeat(th.len()));
+    for row in tolerance_rows(r) {
         let _ = writeln!(s, "| {} |", row.join(" | "));
     }
     s.push('\n');
@@ -210,6 +359,7 @@ pub fn markdown(r: &Report) -> String {
             "| {name} | {n}{failed} | {med} | {min} | {max} | {sm} | {sr} |"
         );
     };
+    row("native (no shim)".into(), &r.native);
     row("baseline".into(), &r.baseline);
     for c in &r.curves {
         for p in &c.points {

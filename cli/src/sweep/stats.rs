@@ -121,20 +121,6 @@ pub fn linear_fit(pts: &[(f64, f64)]) -> Option<Fit> {
     })
 }
 
-/// The first x at which the curve `pts` (sorted by x) reaches `level`,
-/// interpolating linearly between the two points that straddle it; the
-/// first x when the curve starts at or above it; `None` when it never does.
-pub fn crossing(pts: &[(f64, f64)], level: f64) -> Option<f64> {
-    let first = pts.first()?;
-    if first.1 >= level {
-        return Some(first.0);
-    }
-    pts.windows(2).find_map(|w| {
-        let ((x0, y0), (x1, y1)) = (w[0], w[1]);
-        (y0 < level && y1 >= level).then(|| x0 + (level - y0) / (y1 - y0) * (x1 - x0))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,14 +160,5 @@ mod tests {
         assert!((f.r2 - (1.0 - 1.8 / 5.0)).abs() < 1e-12);
         assert!(linear_fit(&[(1.0, 1.0), (1.0, 2.0)]).is_none());
         assert!(linear_fit(&[(0.0, 1.0), (1.0, 1.0)]).unwrap().r2.is_nan());
-    }
-
-    #[test]
-    fn crossing_interpolates() {
-        let c = [(0.0, 0.0), (10.0, 5.0), (20.0, 15.0)];
-        assert_eq!(crossing(&c, 10.0), Some(15.0));
-        assert_eq!(crossing(&c, 20.0), None);
-        assert_eq!(crossing(&[(0.0, 12.0)], 10.0), Some(0.0));
-        assert_eq!(crossing(&[], 10.0), None);
     }
 }

@@ -2,9 +2,11 @@
 //! slowdown (%) against the knob's value. Each point shows the median
 //! (or the minimum, with `--stat min`: dot, joined by a line), the interquartile range (box) and the min–max
 //! of the repeats (whisker); the grey band is the baseline's own min–max,
-//! the red dashed line the 10 % threshold, the dotted line the fit.
+//! the red dashed line the 10 % threshold, the orange lines the tolerance
+//! levels (1, 2, 5 %) with a tick at each tolerance and its interval, the
+//! dotted line the fit.
 
-use super::{Curve, Report, THRESHOLD_PCT};
+use super::{Curve, Report, THRESHOLD_PCT, TOLERANCE_PCT};
 use crate::svg::{esc, label, ticks, Svg};
 
 const PANEL_W: f64 = 420.0;
@@ -61,6 +63,13 @@ fn panel(doc: &mut Svg, r: &Report, c: &Curve, x0: f64) {
             }
         ),
         _ => "no fit".into(),
+    };
+    let fit_text = match c.sensitivity {
+        Some(sv) => {
+            let (p, lo, hi) = sv.pct();
+            format!("{fit_text}; at 0: {p:.3} %/{unit} [{lo:.3}, {hi:.3}]")
+        }
+        None => fit_text,
     };
     doc.raw(&format!(
         r##"<text x="{:.1}" y="20" font-size="15" font-weight="bold">{}</text><text x="{:.1}" y="37" font-size="12" fill="#444">{}</text>"##,
@@ -129,6 +138,33 @@ fn panel(doc: &mut Svg, r: &Report, c: &Curve, x0: f64) {
         sy(THRESHOLD_PCT) - 3.0,
         y = sy(THRESHOLD_PCT)
     ));
+    // tolerance levels: a thin line each, and where the curve crosses it
+    // a tick with the interval as a bar along the level
+    for (level, t) in TOLERANCE_PCT.iter().zip(&c.tolerance) {
+        let y = sy(*level);
+        doc.raw(&format!(
+            r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#d80" stroke-width="0.8" stroke-dasharray="3 3"/><text x="{:.1}" y="{:.1}" font-size="9" fill="#b60" text-anchor="start">+{level} %</text>"##,
+            sx(xlo),
+            sx(xhi),
+            sx(xlo) + 3.0,
+            y - 2.0
+        ));
+        if let Some(v) = t.value {
+            let lo = t.lo.unwrap_or(v).clamp(xlo, xhi);
+            let hi = t.hi.map_or(xhi, |h| h.clamp(xlo, xhi));
+            let end = |e: Option<f64>| e.map_or("not reached".to_string(), |e| format!("{e:.3}"));
+            doc.raw(&format!(
+                r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#d80" stroke-width="3" stroke-opacity="0.6"/><line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#b60" stroke-width="1.5"><title>+{level} % at {v:.3} {unit} [{}, {}]</title></line>"##,
+                sx(lo),
+                sx(hi),
+                y - 5.0,
+                y + 5.0,
+                end(t.lo),
+                end(t.hi),
+                x = sx(v.min(xhi))
+            ));
+        }
+    }
     // fit line, in slowdown %: 100 (a + b x) / t0 - 100
     if let (Some(f), Some(b)) = (c.fit, base) {
         let y = |x: f64| 100.0 * (f.intercept + f.slope * x) / b - 100.0;
@@ -214,7 +250,7 @@ pub fn plot(r: &Report) -> String {
         cmd = cmd.chars().take(fit.saturating_sub(1)).collect::<String>() + "…";
     }
     let legend = format!(
-        "{what}; dot: {} of {} runs, box: IQR, whisker: min–max; grey band: baseline min–max; dotted: least-squares fit",
+        "{what} against the baseline (virtual time on, knobs 0); dot: {} of {} runs, box: IQR, whisker: min–max; grey band: baseline min–max; dotted: fit; orange: +1/2/5 % and the tolerance [95 %]",
         r.stat.name(),
         r.repeat
     );
