@@ -18,4 +18,4 @@ pub mod vt;
 
 pub use config::{Config, ConfigError, VtMode};
 pub use stash::{Envelope, Pattern, Stash};
-pub use vt::{Departure, RecvGate, SendSide, Transit};
+pub use vt::{Departure, RecvGate, Seen, SendSide, Transit};

@@ -11,13 +11,14 @@
 //!   `a = max(d + L_native(s), seen) + L + (s-1)·max(0, G - G_native)` and
 //!   is delivered at `r = max(native completion, a, previous delivery +
 //!   g_r)`, after which the receiver spins `o_r`. `seen` is what the
-//!   receiver observed of the native arrival (0 when nothing): when it was
-//!   inside MPI waiting for the message longer than an uncontended transit,
-//!   the message came natively late (contention, a protocol step), and the
-//!   added `L` and `G` then count from when it came, not from when it would
-//!   have come uncontended (DESIGN.md §1: added L is additive). A message
-//!   that arrived while the receiver computed keeps `seen = 0`: its `L`
-//!   overlaps the computation.
+//!   receiver observed of the native arrival ([`Seen`]): when the message
+//!   was not there when the receiver began to wait for it, it came at the
+//!   moment the wait ended, maybe natively late (contention, a protocol
+//!   step), and the added `L` and `G` then count from then, not from when
+//!   it would have come uncontended (DESIGN.md §1: added L is additive). A
+//!   message that was already there when the receiver asked (it arrived
+//!   while the receiver computed) has `seen = 0`: its `L` overlaps the
+//!   computation.
 //!
 //! Every time here is nanoseconds on one monotonic clock, passed in.
 
@@ -184,6 +185,39 @@ impl SendSide {
     }
 }
 
+/// What the receiver saw of a message's native arrival, as `seen` for
+/// [`RecvGate::reserve_seen`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    /// It was there when the receiver asked for it, or nothing is known
+    /// (a poll found it complete): its `L` overlapped whatever the
+    /// receiver did meanwhile.
+    Unknown,
+    /// It was not there when the receiver began a blocking wait for it
+    /// (a look into MPI just before found nothing), and came when the
+    /// wait ended, at this time.
+    CameAt(u64),
+}
+
+impl Seen {
+    /// The receiver's observation for one delivery at `now`: `waited`
+    /// when the message was absent as the blocking wait began.
+    pub fn of(waited: bool, now: u64) -> Seen {
+        if waited {
+            Seen::CameAt(now)
+        } else {
+            Seen::Unknown
+        }
+    }
+
+    fn time(self) -> u64 {
+        match self {
+            Seen::Unknown => 0,
+            Seen::CameAt(t) => t,
+        }
+    }
+}
+
 /// Per-rank receiver state: the delivery gate.
 #[derive(Clone, Debug)]
 pub struct RecvGate {
@@ -212,14 +246,14 @@ impl RecvGate {
 
     /// Virtual arrival `a` of a message that departed at `d`.
     pub fn arrival(&self, d: u64, bytes: u64) -> u64 {
-        self.arrival_seen(d, bytes, 0)
+        self.arrival_seen(d, bytes, Seen::Unknown)
     }
 
-    /// Virtual arrival of a message that departed at `d` and that the
-    /// receiver saw arrive natively no earlier than `seen` (0: unknown).
-    pub fn arrival_seen(&self, d: u64, bytes: u64, seen: u64) -> u64 {
+    /// Virtual arrival of a message that departed at `d`, as the receiver
+    /// `seen` it arrive natively.
+    pub fn arrival_seen(&self, d: u64, bytes: u64, seen: Seen) -> u64 {
         let extra_g = (self.g_big - self.transit.per_byte_ns).max(0.0);
-        let native = (d + round_ns(self.transit.of(bytes))).max(seen);
+        let native = (d + round_ns(self.transit.of(bytes))).max(seen.time());
         native + round_ns(self.l as f64 + bytes_after_first(bytes) * extra_g)
     }
 
@@ -230,28 +264,14 @@ impl RecvGate {
         self.l > 0 || self.g_big > self.transit.per_byte_ns
     }
 
-    /// What a receiver saw when it was inside MPI, waiting for an
-    /// `bytes`-byte message, from `since` until it completed at `now`: if
-    /// that took longer than the message's uncontended transit, it did
-    /// not arrive before the receiver asked, and it came natively at
-    /// about `now`; otherwise it may have been there already (it was
-    /// only copied out), and nothing is known (0).
-    pub fn seen_waiting(&self, since: u64, now: u64, bytes: u64) -> u64 {
-        if since > 0 && now.saturating_sub(since) > round_ns(self.transit.of(bytes)) {
-            now
-        } else {
-            0
-        }
-    }
-
     /// Earliest time at which the message may be delivered: `max(a, previous
     /// delivery + g_r)`. Native completion is the caller's `now`.
     pub fn ready_at(&self, d: u64, bytes: u64) -> u64 {
-        self.ready_at_seen(d, bytes, 0)
+        self.ready_at_seen(d, bytes, Seen::Unknown)
     }
 
     /// `ready_at` with what the receiver saw of the native arrival.
-    pub fn ready_at_seen(&self, d: u64, bytes: u64, seen: u64) -> u64 {
+    pub fn ready_at_seen(&self, d: u64, bytes: u64, seen: Seen) -> u64 {
         let a = self.arrival_seen(d, bytes, seen);
         match self.last_delivery {
             Some(last) if self.g_r > 0 => a.max(last + self.g_r),
@@ -266,12 +286,11 @@ impl RecvGate {
     /// two threads (MPI_THREAD_MULTIPLE) both read the same last delivery
     /// and deliver less than `g_r` apart; reservations never do.
     pub fn reserve(&mut self, now: u64, d: u64, bytes: u64) -> u64 {
-        self.reserve_seen(now, d, bytes, 0)
+        self.reserve_seen(now, d, bytes, Seen::Unknown)
     }
 
-    /// `reserve` with what the receiver saw of the native arrival
-    /// (`seen_waiting`; 0 when nothing).
-    pub fn reserve_seen(&mut self, now: u64, d: u64, bytes: u64, seen: u64) -> u64 {
+    /// `reserve` with what the receiver saw of the native arrival.
+    pub fn reserve_seen(&mut self, now: u64, d: u64, bytes: u64, seen: Seen) -> u64 {
         self.min_one_way = self.min_one_way.min(now.saturating_sub(d));
         let r = now.max(self.ready_at_seen(d, bytes, seen));
         self.last_delivery = Some(self.last_delivery.map_or(r, |l| l.max(r)));
@@ -387,57 +406,56 @@ mod tests {
     #[test]
     fn uncontended_message_arrives_l_after_its_transit() {
         let mut g = contention_gate();
-        // Sent at 10 us; the receiver waited from 9 us and saw it come at
+        // Sent at 10 us; the receiver waited for it and saw it come at
         // 11 us, its uncontended arrival: delivered L later, at 31 us.
-        let seen = g.seen_waiting(9_000, 11_000, 8);
-        assert_eq!(seen, 11_000);
-        assert_eq!(g.reserve_seen(11_000, 10_000, 8, seen), 31_000);
-        // Waiting shorter than a transit says nothing.
-        assert_eq!(g.seen_waiting(10_500, 11_000, 8), 0);
-        assert_eq!(g.reserve_seen(11_000, 10_000, 8, 0), 31_000);
+        assert_eq!(
+            g.reserve_seen(11_000, 10_000, 8, Seen::of(true, 11_000)),
+            31_000
+        );
+        // Nothing seen: the same, from the transit.
+        assert_eq!(g.reserve_seen(11_000, 10_000, 8, Seen::Unknown), 31_000);
     }
 
     #[test]
     fn contended_message_still_arrives_l_later_than_natively() {
         let mut g = contention_gate();
         // Sent at 10 us; natively 6 us late (it came at 17 us, not 11 us)
-        // while the receiver waited from 5 us. A LogGP machine with L
-        // raised delivers it L after it came: 37 us, not max(17, 31) = 31.
-        let seen = g.seen_waiting(5_000, 17_000, 8);
-        assert_eq!(g.reserve_seen(17_000, 10_000, 8, seen), 37_000);
-        // The old rule would have let the 6 us of contention absorb 6 us
-        // of the added L.
+        // while the receiver waited. A LogGP machine with L raised
+        // delivers it L after it came: 37 us, not max(17, 31) = 31.
+        assert_eq!(
+            g.reserve_seen(17_000, 10_000, 8, Seen::of(true, 17_000)),
+            37_000
+        );
+        // The old rule let the 6 us of contention absorb 6 us of L.
         assert_eq!(contention_gate().reserve(17_000, 10_000, 8), 31_000);
     }
 
     #[test]
     fn message_that_arrived_during_computation_overlaps_l() {
+        // Sent at 10 us; the receiver computed until 25 us and found it
+        // there (a look before the wait saw it): L overlapped the
+        // computation, delivery at 31 us.
         let mut g = contention_gate();
-        // Sent at 10 us, the receiver computed until 25 us and found it
-        // there (the receive took 0.1 us): L overlapped the computation.
-        let seen = g.seen_waiting(25_000, 25_100, 8);
-        assert_eq!(seen, 0);
-        assert_eq!(g.reserve_seen(25_100, 10_000, 8, seen), 31_000);
+        assert_eq!(
+            g.reserve_seen(25_100, 10_000, 8, Seen::of(false, 25_100)),
+            31_000
+        );
         // Had it computed until 40 us, it would wait for nothing.
         let mut g = contention_gate();
         assert_eq!(
-            g.reserve_seen(40_100, 10_000, 8, g.seen_waiting(40_000, 40_100, 8)),
+            g.reserve_seen(40_100, 10_000, 8, Seen::of(false, 40_100)),
             40_100
         );
     }
 
     #[test]
     fn probe_that_waited_sees_the_message_come_late() {
-        // A blocking probe that polled from 5 us and found the message at
-        // 17 us is a receiver that waited: the message is visible at 37 us.
+        // A blocking probe that found nothing at first and saw the message
+        // come at 17 us is a receiver that waited: visible at 37 us.
         let g = contention_gate();
-        let seen = g.seen_waiting(5_000, 17_000, 8);
-        assert_eq!(g.ready_at_seen(10_000, 8, seen), 37_000);
+        assert_eq!(g.ready_at_seen(10_000, 8, Seen::of(true, 17_000)), 37_000);
         // A probe that finds it at once learns nothing: 31 us.
-        assert_eq!(
-            g.ready_at_seen(10_000, 8, g.seen_waiting(17_000, 17_050, 8)),
-            31_000
-        );
+        assert_eq!(g.ready_at_seen(10_000, 8, Seen::of(false, 17_050)), 31_000);
     }
 
     #[test]
@@ -452,7 +470,10 @@ mod tests {
         // At zero knobs a seen arrival changes nothing: it is never later
         // than the receiver's own now.
         let mut g = RecvGate::new(&Config::default(), t);
-        assert_eq!(g.reserve_seen(17_000, 10_000, 8, 17_000), 17_000);
+        assert_eq!(
+            g.reserve_seen(17_000, 10_000, 8, Seen::CameAt(17_000)),
+            17_000
+        );
     }
 
     #[test]

@@ -162,12 +162,13 @@ impl Engine {
             }
         }
         let mut st = Status::zeroed();
-        if !polled {
-            // A blocking native Wait (else the loop above polled).
-            waiting_begins(self);
+        if !polled && self.uses_seen {
+            // A blocking native Wait (else the loop above polled): is the
+            // request complete already, or will it wait?
+            set_waited(!self.native_done(r));
         }
         let rc = self.complete_one(req, &mut st);
-        waiting_ends();
+        set_waited(false);
         if !abi::status_ignored(status) {
             st.copy_to(status);
         }
@@ -389,13 +390,19 @@ impl Engine {
         let len = rs.len();
         let keys: Vec<Request> = rs.to_vec();
         let mut sts = vec![Status::zeroed(); len];
-        waiting_begins(self);
+        // Which of ours will the native Waitall wait for?
+        let absent: Vec<bool> = if self.uses_seen {
+            keys.iter()
+                .map(|&k| k != self.c.request_null && !self.native_done(k))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let rc_native = PMPI_Waitall(as_int(len), rs.as_mut_ptr(), sts.as_mut_ptr());
         // On MPI_ERR_IN_STATUS a request whose status says MPI_ERR_PENDING
         // was not completed: it stays as it is, ours included.
         let in_status = rc_native == abi::ERR_IN_STATUS;
         if rc_native != abi::SUCCESS && !in_status {
-            waiting_ends();
             return rc_native;
         }
         let mut mine: Vec<(u64, usize, Pending)> = Vec::new();
@@ -430,7 +437,9 @@ impl Engine {
             } else {
                 abi::SUCCESS
             };
+            set_waited(absent.get(i).copied().unwrap_or(false));
             let rc = self.finish(&mut p, &mut sts[i], true, rc_i);
+            set_waited(false);
             self.recycle(p);
             if !ok(rc) && ok(rc_i) {
                 if !in_status {
@@ -443,7 +452,6 @@ impl Engine {
                 sts[i].set_error(rc);
             }
         }
-        waiting_ends();
         if !abi::statuses_ignored(statuses) {
             for (i, st) in sts.iter().enumerate() {
                 st.copy_to_all(statuses.add(i));

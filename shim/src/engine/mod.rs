@@ -46,7 +46,7 @@ use crate::clock::{now, pass_until};
 use crate::coll::nb;
 use crate::log;
 use crate::real::*;
-use loggp_core::{Config, Envelope, Pattern, RecvGate, SendSide, Stash, Transit};
+use loggp_core::{Config, Envelope, Pattern, RecvGate, Seen, SendSide, Stash, Transit};
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -203,24 +203,18 @@ pub struct Engine {
 const PROGRESS_EVERY_NS: u64 = 1_000;
 
 thread_local! {
-    /// When this thread entered the blocking native call (Recv, Wait,
-    /// Waitall) whose completion it is now delivering, or 0: the gate
-    /// tells from it whether the message came while the receiver waited
-    /// (`RecvGate::seen_waiting`). Set only when that can matter
-    /// (`RecvGate::uses_seen`).
-    static WAITING_SINCE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// True while this thread delivers what a blocking native call (Recv,
+    /// Wait, Waitall) completed that was not there when the call began
+    /// (a look into MPI just before found nothing): the gate then counts
+    /// the added L from now (`loggp_core::Seen`). Set only when that can
+    /// matter (`RecvGate::uses_seen`).
+    static WAITED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// A blocking native call (Recv, Wait, Waitall) begins now; the
-/// deliveries of what it completes follow before `waiting_ends`.
-pub(super) fn waiting_begins(e: &Engine) {
-    if e.uses_seen {
-        WAITING_SINCE.with(|c| c.set(now()));
-    }
-}
-
-pub(super) fn waiting_ends() {
-    WAITING_SINCE.with(|c| c.set(0));
+/// The delivery that follows comes from a blocking wait that found the
+/// message absent (`waited`) or present.
+pub(super) fn set_waited(waited: bool) {
+    WAITED.with(|c| c.set(waited));
 }
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();

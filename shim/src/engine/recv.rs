@@ -71,7 +71,7 @@ impl Engine {
                 rc = match req {
                     Some(r) => PMPI_Irecv(p, n, self.c.packed, src, tag, comm, r),
                     None => {
-                        waiting_begins(self);
+                        self.look_before_waiting(src, tag, comm);
                         PMPI_Recv(p, n, self.c.packed, src, tag, comm, &mut st_local)
                     }
                 };
@@ -85,7 +85,7 @@ impl Engine {
                 rc = match req {
                     Some(r) => PMPI_Irecv(p, 1, t, src, tag, comm, r),
                     None => {
-                        waiting_begins(self);
+                        self.look_before_waiting(src, tag, comm);
                         PMPI_Recv(p, 1, t, src, tag, comm, &mut st_local)
                     }
                 };
@@ -107,7 +107,7 @@ impl Engine {
                 // count matters only to a status the caller looks at.
                 let want = !abi::status_ignored(status);
                 let rc2 = self.finish_recv_as(&mut wire, &mut st_local, true, rc, false, want);
-                waiting_ends();
+                set_waited(false);
                 if rc == abi::SUCCESS {
                     rc = rc2;
                 }
@@ -173,6 +173,17 @@ impl Engine {
         abi::SUCCESS
     }
 
+    /// Before a blocking receive: is a matching message already there? If
+    /// not, the receive waits for it, and its added L counts from when it
+    /// comes (`set_waited`). Only when that can matter: a probe costs.
+    unsafe fn look_before_waiting(&self, src: c_int, tag: c_int, comm: Comm) {
+        if self.uses_seen {
+            let mut flag: c_int = 0;
+            PMPI_Iprobe(src, tag, comm, &mut flag, status_ignore());
+            set_waited(flag == 0);
+        }
+    }
+
     /// A message without our header reached a receive: some sender bypassed
     /// the shim. Going on would hand the application shifted bytes.
     pub(super) unsafe fn escaped(&self, st: &Status) -> ! {
@@ -191,16 +202,11 @@ impl Engine {
     /// spends o_r.
     pub(super) fn gate(&self, d: u64, payload: u64, block: bool) {
         let t = now();
-        let since = if self.uses_seen {
-            WAITING_SINCE.with(|c| c.get())
-        } else {
-            0
-        };
+        let seen = Seen::of(self.uses_seen && WAITED.with(|c| c.get()), t);
         let r = {
             let mut st = self.lock();
             st.recvs += 1;
             st.bytes_recv += payload;
-            let seen = st.gate.seen_waiting(since, t, payload);
             st.gate.reserve_seen(t, d, payload, seen)
         };
         if r > t && block {
