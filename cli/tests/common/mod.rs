@@ -32,6 +32,7 @@ use std::time::{Duration, Instant, SystemTime};
 /// installs them into `target/mpis/`, `MPICC=... scripts/build.sh` builds
 /// `libloggp-openmpi-5.0.so` and `libloggp-mpich-5.0.so`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(clippy::enum_variant_names)] // OpenMpi5 next to OpenMpi reads best
 pub enum Mpi {
     OpenMpi,
     Mpich,
