@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Benchmark of the shim itself, np=2, both MPIs unless one is named:
-#   scripts/bench-shim.sh [openmpi|mpich]
+# Benchmark of the shim itself, np=2, Debian's two MPIs unless builds are
+# named (any name of `loggp shim-path --list`, e.g. openmpi-5.0):
+#   scripts/bench-shim.sh [openmpi|mpich|openmpi-5.0|mpich-5.0 ...]
 # Prints, per MPI: native vs shim at zero (pass-through) vs shim with virtual
 # time on and every knob zero; then requested vs realised L, o_s, o_r at
 # 1, 5, 20, 100 us, realised = median with the knob - median with VT on at 0.
@@ -9,22 +10,32 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/bench; mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpis=${1:-openmpi mpich}
+mpis=${*:-openmpi mpich}
 for mpi in $mpis; do
-  "mpicc.$mpi" -O2 -o "$out/shim_bench-$mpi" bench/shim_bench.c
+  case $mpi in
+    openmpi|mpich) family=$mpi; mpicc=mpicc.$mpi; mpirun=mpirun.$mpi ;;
+    *)
+      line=$(target/release/loggp shim-path --list | awk -v n="$mpi" '$1 == n')
+      [ -n "$line" ] || { echo "bench-shim: no build named $mpi (loggp shim-path --list)" >&2; exit 1; }
+      family=$(echo "$line" | awk '{print $2}')
+      mpicc=$(echo "$line" | awk '{print $4}')
+      mpirun=$(dirname "$mpicc")/mpirun
+      ;;
+  esac
+  "$mpicc" -O2 -o "$out/shim_bench-$mpi" bench/shim_bench.c
   shim=$PWD/target/release/libloggp-$mpi.so
   [ -f "$shim" ] || { echo "bench-shim: $shim missing; run scripts/build.sh" >&2; exit 1; }
   run() { # run LABEL [VAR=VALUE...]
     local label=$1; shift
     local args=()
     if [ "$label" != native ]; then
-      if [ "$mpi" = openmpi ]; then args+=(-x "LD_PRELOAD=$shim"); else args+=(-genv LD_PRELOAD "$shim"); fi
+      if [ "$family" = openmpi ]; then args+=(-x "LD_PRELOAD=$shim"); else args+=(-genv LD_PRELOAD "$shim"); fi
       for kv in "$@"; do
-        if [ "$mpi" = openmpi ]; then args+=(-x "$kv"); else args+=(-genv "${kv%%=*}" "${kv#*=}"); fi
+        if [ "$family" = openmpi ]; then args+=(-x "$kv"); else args+=(-genv "${kv%%=*}" "${kv#*=}"); fi
       done
     fi
     local line
-    line=$(flock /tmp/loggp-mpi.lock timeout 120 "mpirun.$mpi" -np 2 "${args[@]}" "$out/shim_bench-$mpi" 400)
+    line=$(flock /tmp/loggp-mpi.lock timeout 120 "$mpirun" -np 2 "${args[@]}" "$out/shim_bench-$mpi" 400)
     echo "$label $line"
   }
   {

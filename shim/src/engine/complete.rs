@@ -175,6 +175,9 @@ impl Engine {
             None => PMPI_Wait(req, st),
             Some(mut p) => {
                 let rc = PMPI_Wait(req, st);
+                if matches!(p, Pending::PRecv { .. }) {
+                    recall_status(r, st, true);
+                }
                 if let Pending::PRecv { hdr, .. } = &mut p {
                     if let Some(Pending::PRecv { hdr: live, .. }) = self.lock().reqs.get(&key(r)) {
                         **hdr = **live;
@@ -218,6 +221,10 @@ impl Engine {
         let Some(p) = st.reqs.get(&key(r)) else {
             return Poll::Untracked;
         };
+        if matches!(p, Pending::PRecv { .. }) {
+            remember_status(r, &s);
+            recall_status(r, &mut s, false);
+        }
         if now() >= self.ready_time(p, &s, &st.gate) {
             Poll::Ready
         } else {
@@ -274,6 +281,7 @@ impl Engine {
                 *flag = 1;
                 let mut st = Status::zeroed();
                 let rc = PMPI_Request_get_status(r, flag, &mut st);
+                recall_status(r, &mut st, false);
                 let mut s = self.lock();
                 if let Some(Pending::Recv(wire)) = s.reqs.get_mut(&key(r)) {
                     let mut w = std::mem::replace(
@@ -616,5 +624,43 @@ impl Engine {
         let (c, rc) = self.some_pass(rs, idx, statuses);
         *outcount = c;
         rc
+    }
+}
+
+/// MPICH 5.0.2: once MPI_Request_get_status has reported a persistent
+/// receive complete, later calls and MPI_Wait give an empty status (source
+/// MPI_ANY_SOURCE, tag MPI_ANY_TAG, count 0; measured natively, MPICH 4.0.2
+/// and Open MPI repeat the status). The first full status seen is kept
+/// here, by request, until the request completes.
+static SEEN: std::sync::Mutex<Vec<(usize, Status)>> = std::sync::Mutex::new(Vec::new());
+
+fn is_empty_status(s: &Status) -> bool {
+    s.source() == abi::ANY_SOURCE && s.tag() == abi::ANY_TAG
+}
+
+/// Keeps the status of a persistent receive that get_status saw complete.
+fn remember_status(r: Request, s: &Status) {
+    if is_empty_status(s) {
+        return;
+    }
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    seen.retain(|(k, _)| *k != key(r));
+    seen.push((key(r), *s));
+}
+
+/// Replaces an empty status by the one kept for `r` (MPI_ERROR as given);
+/// `take` forgets it (the request completed).
+fn recall_status(r: Request, s: &mut Status, take: bool) {
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(i) = seen.iter().position(|(k, _)| *k == key(r)) else {
+        return;
+    };
+    if is_empty_status(s) {
+        let e = s.error();
+        *s = seen[i].1;
+        s.set_error(e);
+    }
+    if take {
+        seen.swap_remove(i);
     }
 }
