@@ -607,6 +607,102 @@ mod tests {
             .any(|(k, v)| k == "LD_PRELOAD" && v.is_some_and(|v| v == "/s.so")));
     }
 
+    fn build(name: &str, family: Family, version: &str, prefix: &str) -> Build {
+        Build {
+            name: name.into(),
+            family,
+            version: version.into(),
+            mpicc: PathBuf::from(format!("{prefix}/bin/mpicc")),
+            libmpi: PathBuf::from(format!("{prefix}/lib/libmpi.so.40")),
+            path: PathBuf::from(format!("/b/libloggp-{name}.so")),
+        }
+    }
+
+    fn builds4() -> Vec<Build> {
+        vec![
+            build("mpich", Family::Mpich, "4.0.2", "/usr"),
+            build("openmpi", Family::OpenMpi, "4.1.4", "/usr"),
+            build("mpich-5.0", Family::Mpich, "5.0.2", "/m5"),
+            build("openmpi-5.0", Family::OpenMpi, "5.0.11", "/o5"),
+        ]
+    }
+
+    fn launcher(family: Family, version: &str, dir: &str) -> Found {
+        Found {
+            what: format!("{dir}/mpirun"),
+            family: Some(family),
+            version: Some(version.into()),
+            dir: Some(PathBuf::from(dir)),
+            ..Found::default()
+        }
+    }
+
+    #[test]
+    fn launcher_versions_are_read() {
+        assert_eq!(
+            parse_launcher_version("mpirun (Open MPI) 5.0.11\n\nReport bugs to ..."),
+            (Some(Family::OpenMpi), Some("5.0.11".into()))
+        );
+        assert_eq!(
+            parse_launcher_version("HYDRA build details:\n    Version:     4.0.2\n"),
+            (Some(Family::Mpich), Some("4.0.2".into()))
+        );
+        assert_eq!(parse_launcher_version("srun 23.02"), (None, None));
+    }
+
+    #[test]
+    fn the_build_beside_the_launcher_or_of_its_series_wins() {
+        let all = builds4();
+        let (b, why) = choose(&all, &launcher(Family::OpenMpi, "5.0.11", "/o5/bin")).unwrap();
+        assert_eq!(b.name, "openmpi-5.0");
+        assert!(why.contains("beside"), "{why}");
+        // elsewhere, same series
+        let (b, _) = choose(&all, &launcher(Family::OpenMpi, "5.0.3", "/site/bin")).unwrap();
+        assert_eq!(b.name, "openmpi-5.0");
+        // Debian's launcher: family from its name, version 4.1
+        let (b, _) = choose(&all, &launcher(Family::Mpich, "4.0.2", "/usr/bin")).unwrap();
+        assert_eq!(b.name, "mpich");
+        // only Debian's build: it serves 5.0 (ABI measured identical)
+        let (b, why) = choose(&all[..2], &launcher(Family::OpenMpi, "5.0.11", "/o5/bin")).unwrap();
+        assert_eq!(b.name, "openmpi");
+        assert!(why.contains("measured"), "{why}");
+    }
+
+    #[test]
+    fn a_program_gets_the_build_for_the_libmpi_it_links() {
+        let all = builds4();
+        let f = Found {
+            what: "./app".into(),
+            family: Some(Family::OpenMpi),
+            libmpi: Some(PathBuf::from("/o5/lib/libmpi.so.40")),
+            ..Found::default()
+        };
+        assert_eq!(choose(&all, &f).unwrap().0.name, "openmpi-5.0");
+    }
+
+    #[test]
+    fn nothing_serves_it_is_one_line_naming_what_was_found() {
+        let all = builds4();
+        let e = choose(&all, &launcher(Family::OpenMpi, "3.1.6", "/old/bin")).unwrap_err();
+        assert!(
+            e.contains("/old/bin/mpirun (Open MPI 3.1.6)")
+                && e.contains("openmpi-5.0 for Open MPI 5.0.11")
+                && !e.contains('\n'),
+            "{e}"
+        );
+        let f = Found {
+            what: "./abi_app".into(),
+            standard_abi: true,
+            ..Found::default()
+        };
+        assert!(choose(&all, &f).unwrap_err().contains("standard ABI"));
+        let f = Found {
+            what: "./x".into(),
+            ..Found::default()
+        };
+        assert!(choose(&all, &f).unwrap_err().contains("--mpi"));
+    }
+
     #[test]
     fn names() {
         assert_eq!(
