@@ -167,3 +167,45 @@ fn debian_build_serves_open_mpi_5_and_reports_what_is_loaded() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_standard_abi_program_is_refused_with_one_line() {
+    // hello.c built with MPICH 5's mpicc_abi: it links libmpi_abi.so.1,
+    // whose handles differ from MPICH's own ABI.
+    let wrapper = PathBuf::from(Mpi::Mpich5.mpirun()).with_file_name("mpicc_abi");
+    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hello-abi-{}", std::process::id()));
+    let src = common::root().join("tests/progs/hello.c");
+    let st = Command::new(&wrapper)
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg("-lm")
+        .status()
+        .expect("mpicc_abi runs");
+    assert!(st.success(), "{} failed", wrapper.display());
+    let mut c = Command::new(&exe);
+    c.env("LD_PRELOAD", shim(Mpi::Mpich5)).env("LOGGP_L", "5us");
+    let out = run_command(c, Duration::from_secs(30));
+    let lines = out.shim_lines();
+    assert!(
+        !out.success()
+            && !out.crashed()
+            && lines.len() == 1
+            && lines[0].contains("MPI-5 standard ABI")
+            && !out.stdout.contains("hello: PASS"),
+        "expected one loggp-shim line naming the standard ABI\n{}",
+        out.describe()
+    );
+    let o = Command::new(loggp_bin())
+        .args(["run", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.code() == Some(2) && err.lines().count() == 1 && err.contains("standard ABI"),
+        "{err}"
+    );
+    let _ = std::fs::remove_file(&exe);
+}
