@@ -15,6 +15,12 @@
 # Debian's two are then built too when their wrappers are installed (no
 # packages are installed in this mode: no root needed).
 set -euo pipefail
+# A wrapper given by a relative path is made absolute before leaving the
+# caller's directory (the shim's build script runs elsewhere).
+case ${MPICC:-} in
+  /*|"") ;;
+  */*) MPICC="$(cd "$(dirname "$MPICC")" && pwd)/$(basename "$MPICC")" ;;
+esac
 cd "$(dirname "$0")/.."
 kernels() { # kernels NAME MPICC
   "$2" -O2 -Wall -o "target/release/loggp-prtt-$1" calibrate/prtt.c -lm
