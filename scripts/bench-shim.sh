@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Benchmark of the shim itself, np=2, both MPIs unless one is named:
-#   scripts/bench-shim.sh [openmpi|mpich]
+# Benchmark of the shim itself, np=2, Debian's two MPIs unless builds are
+# named (any name of `loggp shim-path --list`, e.g. openmpi-5.0):
+#   scripts/bench-shim.sh [openmpi|mpich|openmpi-5.0|mpich-5.0 ...]
 # Prints, per MPI: native vs shim at zero (pass-through) vs shim with virtual
 # time on and every knob zero (3 interleaved rounds, median of the rounds):
 # latency, message rate, bandwidth; then the decomposition of the cost of one
@@ -14,23 +15,33 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/bench; mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpis=${1:-openmpi mpich}
+mpis=${*:-openmpi mpich}
 for mpi in $mpis; do
-  "mpicc.$mpi" -O2 -o "$out/shim_bench-$mpi" bench/shim_bench.c
-  "mpicc.$mpi" -O2 -o "$out/side_calls-$mpi" bench/side_calls.c -lpthread
+  case $mpi in
+    openmpi|mpich) family=$mpi; mpicc=mpicc.$mpi; mpirun=mpirun.$mpi ;;
+    *)
+      line=$(target/release/loggp shim-path --list | awk -v n="$mpi" '$1 == n')
+      [ -n "$line" ] || { echo "bench-shim: no build named $mpi (loggp shim-path --list)" >&2; exit 1; }
+      family=$(echo "$line" | awk '{print $2}')
+      mpicc=$(echo "$line" | awk '{print $4}')
+      mpirun=$(dirname "$mpicc")/mpirun
+      ;;
+  esac
+  "$mpicc" -O2 -o "$out/shim_bench-$mpi" bench/shim_bench.c
+  "$mpicc" -O2 -o "$out/side_calls-$mpi" bench/side_calls.c -lpthread
   shim=$PWD/target/release/libloggp-$mpi.so
   [ -f "$shim" ] || { echo "bench-shim: $shim missing; run scripts/build.sh" >&2; exit 1; }
   run() { # run LABEL [VAR=VALUE...]
     local label=$1; shift
     local args=()
     if [ "$label" != native ]; then
-      if [ "$mpi" = openmpi ]; then args+=(-x "LD_PRELOAD=$shim"); else args+=(-genv LD_PRELOAD "$shim"); fi
+      if [ "$family" = openmpi ]; then args+=(-x "LD_PRELOAD=$shim"); else args+=(-genv LD_PRELOAD "$shim"); fi
       for kv in "$@"; do
-        if [ "$mpi" = openmpi ]; then args+=(-x "$kv"); else args+=(-genv "${kv%%=*}" "${kv#*=}"); fi
+        if [ "$family" = openmpi ]; then args+=(-x "$kv"); else args+=(-genv "${kv%%=*}" "${kv#*=}"); fi
       done
     fi
     local line
-    line=$(flock /tmp/loggp-mpi.lock timeout 120 "mpirun.$mpi" -np 2 "${args[@]}" "$out/shim_bench-$mpi" 400)
+    line=$(flock /tmp/loggp-mpi.lock timeout 120 "$mpirun" -np 2 "${args[@]}" "$out/shim_bench-$mpi" 400)
     echo "$label $line"
   }
   {
@@ -39,7 +50,7 @@ for mpi in $mpis; do
       run zero
       run vt LOGGP_VT=on "LOGGP_REPORT=$PWD/$out/report-vt-$mpi-$round.json"
     done
-    echo "side $(flock /tmp/loggp-mpi.lock timeout 60 "mpirun.$mpi" -np 1 "$out/side_calls-$mpi")"
+    echo "side $(flock /tmp/loggp-mpi.lock timeout 60 "$mpirun" -np 1 "$out/side_calls-$mpi")"
     for v in 1 5 20 100; do
       run "L=${v}us" "LOGGP_L=${v}us"
       run "o_s=${v}us" "LOGGP_O_S=${v}us"

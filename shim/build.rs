@@ -4,10 +4,15 @@
 //! libmpi: every MPI function is found at run time (dlsym RTLD_NEXT), so
 //! preloading it into a program of the other MPI can be caught and refused.
 //!
-//! LOGGP_SHIM_MPI=openmpi|mpich chooses the MPI (default openmpi); MPICC
-//! overrides the compiler wrapper.
+//! MPICC names the compiler wrapper of any MPI (Open MPI or MPICH family,
+//! any version); the family is read from the probe, not assumed. Without
+//! MPICC, LOGGP_SHIM_MPI=openmpi|mpich picks Debian's wrapper
+//! (mpicc.openmpi, the default, or mpicc.mpich); when both are given they
+//! must agree. What the build was made from (family, version, wrapper, the
+//! libmpi the probe linked) is passed to the shim as LOGGP_BUILD_* so that
+//! `loggp` can read it back from the library file.
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
@@ -16,14 +21,18 @@ fn main() {
     println!("cargo::rerun-if-changed=probe/abi_probe.c");
     println!("cargo::rustc-check-cfg=cfg(ompi)");
     println!("cargo::rustc-check-cfg=cfg(mpich)");
-    let mpi = env::var("LOGGP_SHIM_MPI").unwrap_or_else(|_| "openmpi".into());
-    let (cfg, default_cc) = match mpi.as_str() {
-        "openmpi" => ("ompi", "mpicc.openmpi"),
-        "mpich" => ("mpich", "mpicc.mpich"),
-        other => panic!("LOGGP_SHIM_MPI={other:?} is not accepted: expected openmpi or mpich"),
+    let asked = env::var("LOGGP_SHIM_MPI").ok().filter(|s| !s.is_empty());
+    let default_cc = match asked.as_deref() {
+        None | Some("openmpi") => "mpicc.openmpi",
+        Some("mpich") => "mpicc.mpich",
+        Some(other) => {
+            panic!("LOGGP_SHIM_MPI={other:?} is not accepted: expected openmpi or mpich")
+        }
     };
-    println!("cargo::rustc-cfg={cfg}");
-    let cc = env::var("MPICC").unwrap_or_else(|_| default_cc.into());
+    let cc = env::var("MPICC")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| default_cc.into());
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let exe = out.join("abi_probe");
     let status = Command::new(&cc)
@@ -32,14 +41,81 @@ fn main() {
         .arg("probe/abi_probe.c")
         .status()
         .unwrap_or_else(|e| {
-            panic!("cannot run {cc} ({e}): install the MPI (scripts/install-deps.sh)")
+            panic!("MPICC={cc}: cannot run it ({e}): install the MPI (scripts/install-deps.sh) or give the path of its mpicc")
         });
-    assert!(status.success(), "{cc} failed to compile probe/abi_probe.c");
+    assert!(
+        status.success(),
+        "MPICC={cc} failed to compile probe/abi_probe.c"
+    );
     let run = Command::new(&exe).output().expect("cannot run abi_probe");
     assert!(
         run.status.success(),
         "abi_probe found an unexpected ABI: {}",
         String::from_utf8_lossy(&run.stderr)
     );
-    std::fs::write(out.join("abi_gen.rs"), run.stdout).unwrap();
+    let text = String::from_utf8_lossy(&run.stdout).into_owned();
+    let (cfg, family) = if text.contains("Flavour::OpenMpi") {
+        ("ompi", "openmpi")
+    } else if text.contains("Flavour::Mpich") {
+        ("mpich", "mpich")
+    } else {
+        panic!("abi_probe printed no flavour:\n{text}")
+    };
+    if let Some(a) = &asked {
+        assert!(
+            a == family,
+            "LOGGP_SHIM_MPI={a} but MPICC={cc} is the wrapper of {family}"
+        );
+    }
+    println!("cargo::rustc-cfg={cfg}");
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("pub const LIB_VERSION: &str = \""))
+        .and_then(|v| v.strip_suffix("\";"))
+        .unwrap_or("unknown")
+        .to_string();
+    println!("cargo::rustc-env=LOGGP_BUILD_FAMILY={family}");
+    println!("cargo::rustc-env=LOGGP_BUILD_VERSION={version}");
+    println!(
+        "cargo::rustc-env=LOGGP_BUILD_MPICC={}",
+        which(&cc).display()
+    );
+    println!("cargo::rustc-env=LOGGP_BUILD_LIBMPI={}", libmpi(&exe));
+    std::fs::write(out.join("abi_gen.rs"), text).unwrap();
+}
+
+/// The absolute path of a command (as found in PATH), symlinks kept.
+fn which(cmd: &str) -> PathBuf {
+    if cmd.contains('/') {
+        return std::path::absolute(cmd).unwrap_or_else(|_| PathBuf::from(cmd));
+    }
+    env::var_os("PATH")
+        .iter()
+        .flat_map(env::split_paths)
+        .map(|d| d.join(cmd))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(cmd))
+}
+
+/// The libmpi the probe was linked against, symlinks resolved (from ldd),
+/// or an empty string when ldd does not name one.
+fn libmpi(exe: &Path) -> String {
+    let Ok(out) = Command::new("ldd").arg(exe).output() else {
+        return String::new();
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once("=>"))
+        .filter(|(name, _)| {
+            let n = name.trim();
+            n.starts_with("libmpi.") || n.starts_with("libmpich.") || n.starts_with("libmpi_abi.")
+        })
+        .filter_map(|(_, rest)| rest.split_whitespace().next())
+        .map(|p| {
+            std::fs::canonicalize(p)
+                .map(|c| c.display().to_string())
+                .unwrap_or_else(|_| p.to_string())
+        })
+        .next()
+        .unwrap_or_default()
 }

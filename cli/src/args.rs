@@ -26,7 +26,12 @@ pub fn bytes(s: &str) -> Result<u64, String> {
 
 /// `--mpi`.
 pub fn mpi(s: &str) -> Result<Mpi, String> {
-    Mpi::parse(s).map_err(|_| "expected openmpi or mpich".to_string())
+    Mpi::parse(s).map_err(|_| {
+        format!(
+            "expected {}",
+            crate::launch::accepted_names(&crate::launch::builds())
+        )
+    })
 }
 
 /// A whole number in `min..=max`.

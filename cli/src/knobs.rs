@@ -33,3 +33,10 @@ pub fn resolve(flags: &[(String, String)]) -> Result<Vec<(String, String)>, Stri
         .map_err(|e| e.to_string())?;
     Ok(vars)
 }
+
+/// The `LOGGP_LOG` level among resolved variables (off when unset).
+pub fn log_level(vars: &[(String, String)]) -> loggp_core::config::LogLevel {
+    Config::from_vars(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map(|c| c.log)
+        .unwrap_or(loggp_core::config::LogLevel::Off)
+}

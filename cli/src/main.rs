@@ -53,8 +53,10 @@ enum Cmd {
 #[derive(clap::Args, Debug)]
 #[command(after_help = UNITS)]
 struct RunArgs {
-    /// Which shim to preload (default: from the launcher's name or --version)
-    #[arg(long, value_name = "openmpi|mpich", value_parser = args::mpi)]
+    /// Which shim to preload: openmpi, mpich (Debian's) or a build's name
+    /// (openmpi-5.0); default: the build that serves the launcher (its
+    /// location and --version) or the libmpi the program links
+    #[arg(long, value_name = "BUILD", value_parser = args::mpi)]
     mpi: Option<Mpi>,
     /// LOGGP_L: added latency (+5us)
     #[arg(long = "L", value_name = "TIME", allow_hyphen_values = true, value_parser = args::knob("LOGGP_L"))]
@@ -121,11 +123,20 @@ impl RunArgs {
 }
 
 /// Print the absolute path of the shim library for an MPI
+///
+/// Debian's Open MPI by default; --list prints every build (one per line:
+/// name, family and version built from, compiler wrapper, library path).
 #[derive(clap::Args, Debug)]
 struct ShimPathArgs {
-    /// Which MPI's shim
-    #[arg(long, value_name = "openmpi|mpich", value_parser = args::mpi, default_value = "openmpi")]
+    /// Which MPI's shim: openmpi, mpich (Debian's) or a build's name (openmpi-5.0)
+    #[arg(long, value_name = "BUILD", value_parser = args::mpi, default_value = "openmpi")]
     mpi: Mpi,
+    /// The build that serves this launcher or program (as loggp run picks it)
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["mpi", "list"])]
+    mpirun: Option<String>,
+    /// List every build
+    #[arg(long)]
+    list: bool,
 }
 
 fn main() -> ExitCode {
@@ -175,7 +186,30 @@ fn main() -> ExitCode {
 }
 
 fn cmd_shim_path(a: &ShimPathArgs) -> Result<ExitCode, String> {
-    let _ = writeln!(std::io::stdout(), "{}", launch::shim_path(a.mpi)?.display());
+    let mut out = std::io::stdout();
+    if a.list {
+        let all = launch::builds();
+        if all.is_empty() {
+            return Err("no build of the shim found (run scripts/build.sh)".into());
+        }
+        for b in all {
+            let _ = writeln!(
+                out,
+                "{:<14} {:<8} {:<9} {:<40} {}",
+                b.name,
+                b.family.name(),
+                b.version,
+                b.mpicc.display(),
+                b.path.display()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mpi = match &a.mpirun {
+        Some(m) => launch::pick(std::slice::from_ref(m))?.0,
+        None => a.mpi,
+    };
+    let _ = writeln!(out, "{}", launch::shim_path(mpi)?.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -188,16 +222,14 @@ fn cmd_run(a: &RunArgs) -> Result<ExitCode, String> {
         );
     }
     let vars = knobs::resolve(&a.flags())?;
-    let mpi = match a.mpi {
-        Some(m) => m,
-        None => launch::detect_mpi(&cmd[0]).ok_or_else(|| {
-            format!(
-                "cannot tell which MPI {:?} belongs to; say --mpi openmpi or --mpi mpich",
-                cmd[0]
-            )
-        })?,
+    let (mpi, why) = match a.mpi {
+        Some(m) => (m, "--mpi".to_string()),
+        None => launch::pick(cmd)?,
     };
     let shim = launch::shim_path(mpi)?;
+    if knobs::log_level(&vars) >= loggp_core::config::LogLevel::Info {
+        eprintln!("loggp run: preloading {}: {why}", shim.display());
+    }
     let status = launch::command(mpi, &shim, &vars, cmd)
         .status()
         .map_err(|e| format!("cannot start {:?}: {e}", cmd[0]))?;
@@ -265,7 +297,11 @@ mod tests {
         let c = parse("shim-path").unwrap();
         assert!(matches!(
             c.cmd,
-            Some(Cmd::ShimPath(ShimPathArgs { mpi: Mpi::OpenMpi }))
+            Some(Cmd::ShimPath(ShimPathArgs {
+                mpi: Mpi::OpenMpi,
+                mpirun: None,
+                list: false
+            }))
         ));
         <Cli as clap::CommandFactory>::command().debug_assert();
     }

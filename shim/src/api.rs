@@ -295,5 +295,6 @@ mpi_fn!(MPI_Request_free / PMPI_Request_free (req: *mut Request) {
 
 // ------------------------------------------- MPI-4 entry points (MPICH 4.0)
 
+pub use crate::later::*;
 #[cfg(mpich)]
 pub use crate::mpi4::*;

@@ -24,18 +24,47 @@ pub fn present_flavour() -> Option<Flavour> {
         let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr().cast()) };
         !std::hint::black_box(p).is_null()
     };
+    // MPIR_Dup_fn: every MPICH-ABI libmpi (MPICH 4.0 and 5.0 alike; 5.0
+    // no longer exports MPII_Version_ABI), never the standard-ABI one.
     if has(b"ompi_mpi_comm_world\0") {
         Some(Flavour::OpenMpi)
-    } else if has(b"MPII_Version_ABI\0") {
+    } else if has(b"MPII_Version_ABI\0") || has(b"MPIR_Dup_fn\0") {
         Some(Flavour::Mpich)
     } else {
         None
     }
 }
 
+/// True when the program runs on the MPI-5 standard ABI (MPICH 5's
+/// libmpi_abi.so, built with mpicc_abi): handles and constants differ
+/// from both families' own ABIs.
+fn standard_abi_present() -> bool {
+    // SAFETY: NUL-terminated literal; see present_flavour for black_box.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"MPI_Abi_get_version".as_ptr()) };
+    !std::hint::black_box(p).is_null() && present_flavour().is_none()
+}
+
+/// Stops with one line (rank 0 says it) before MPI is initialised.
+fn refuse(msg: &str) -> ! {
+    if log::launcher_rank().is_some_and(|r| r != 0) {
+        // SAFETY: ends the process; only rank 0 says why.
+        unsafe { libc::_exit(1) }
+    }
+    log::fatal_raw(msg)
+}
+
 /// Stops with one line if the program's MPI is not the one this shim was
 /// built for. Runs at load time (constructor) and again at MPI_Init.
 pub fn check_flavour() {
+    if standard_abi_present() {
+        refuse(&format!(
+            "this shim was built for the {} {} ABI but the program uses the MPI-5 standard ABI \
+             (libmpi_abi, mpicc_abi), which it does not support; build the program with the \
+             library's own mpicc",
+            FLAVOUR.name(),
+            abi::LIB_VERSION
+        ));
+    }
     if let Some(f) = present_flavour() {
         if f != FLAVOUR {
             if log::launcher_rank().is_some_and(|r| r != 0) {
@@ -54,6 +83,40 @@ pub fn check_flavour() {
     }
 }
 
+/// The loaded library's version string (`MPI_Get_library_version`) and the
+/// version read from it.
+static LOADED: OnceLock<(String, String)> = OnceLock::new();
+
+/// What is loaded: the library's own version (`5.0.11`) and the first
+/// line of its version string; the build's version before MPI_Init.
+fn loaded() -> (&'static str, &'static str) {
+    LOADED
+        .get()
+        .map_or((abi::LIB_VERSION, ""), |(v, s)| (v.as_str(), s.as_str()))
+}
+
+/// Stops with one line unless this build serves the loaded library's
+/// version (`loggp_core::mpilib::serves`: same family, a series whose ABI
+/// was measured identical). MPI_Get_library_version may be called before
+/// MPI_Init (MPI-3.1 §8.1.1).
+fn check_version() {
+    let n = usize::try_from(abi::MAX_LIBRARY_VERSION_STRING).unwrap_or(8192);
+    let mut buf = vec![0u8; n + 1];
+    let mut len: c_int = 0;
+    // SAFETY: buf holds MPI_MAX_LIBRARY_VERSION_STRING bytes.
+    unsafe { PMPI_Get_library_version(buf.as_mut_ptr().cast(), &mut len) };
+    let len = usize::try_from(len).unwrap_or(0).min(n);
+    let text = String::from_utf8_lossy(&buf[..len]);
+    let text = text.trim_end_matches('\0');
+    match loggp_core::mpilib::serves(FLAVOUR.cli_name(), abi::LIB_VERSION, text) {
+        Ok(l) => {
+            let first = loggp_core::mpilib::first_line(text);
+            let _ = LOADED.set((l.version_string(), first));
+        }
+        Err(line) => refuse(&line),
+    }
+}
+
 /// Load-time check: only reads symbols, never calls MPI.
 extern "C" fn on_load() {
     check_flavour();
@@ -67,6 +130,7 @@ static ON_LOAD: extern "C" fn() = on_load;
 /// bad value stops the job with one line (printed by rank 0 only).
 pub fn config_or_exit() -> Config {
     check_flavour();
+    check_version();
     let parsed = Config::from_vars(std::env::vars()).map_err(|e| e.to_string());
     let parsed = parsed.and_then(|c| match crate::coll::config_error() {
         Some(line) => Err(line),
@@ -152,7 +216,8 @@ pub unsafe fn after_init(cfg: Config) {
     }
     if cfg.log >= LogLevel::Info && rank == 0 {
         log::line(&format!(
-            "{} {}, {} ranks, {}; native transit (through the shim) {}, then {:.3}ns/B; shim's own cost {}ns per send, {}ns per receive",
+            "{} (shim built for {} {}), {} ranks, {}; native transit (through the shim) {}, then {:.3}ns/B; shim's own cost {}ns per send, {}ns per receive",
+            loaded().1,
             FLAVOUR.name(),
             abi::LIB_VERSION,
             size,
@@ -599,9 +664,11 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
     }
     let c = &e.cfg;
     let json = format!(
-        "{{\n  \"tool\": \"loggp-shim\",\n  \"rank\": {},\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5},\"points\":[{}]}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
+        "{{\n  \"tool\": \"loggp-shim\",\n  \"rank\": {},\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"mpi_library\": \"{}\",\n  \"shim_built_for\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5},\"points\":[{}]}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
         if per_rank { e.rank.to_string() } else { "null".into() },
         FLAVOUR.cli_name(),
+        loaded().0,
+        json_escape(loaded().1),
         abi::LIB_VERSION,
         e.size,
         c.vt_active(),
@@ -628,4 +695,18 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
             "LOGGP_REPORT={path:?}: cannot write the report: {err}"
         ));
     }
+}
+
+/// A string as the inside of a JSON string literal.
+fn json_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }

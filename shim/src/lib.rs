@@ -31,6 +31,7 @@ mod clock;
 mod coll;
 mod engine;
 mod init;
+mod later;
 mod log;
 #[cfg(mpich)]
 mod mpi4;

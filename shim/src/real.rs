@@ -131,6 +131,9 @@ reals! {
     fn PMPI_Waitsome(n: c_int, reqs: *mut Request, outcount: *mut c_int, idx: *mut c_int, sts: *mut Status);
     fn PMPI_Testsome(n: c_int, reqs: *mut Request, outcount: *mut c_int, idx: *mut c_int, sts: *mut Status);
     fn PMPI_Request_get_status(req: Request, flag: *mut c_int, st: *mut Status);
+    fn PMPI_Request_get_status_all(count: c_int, reqs: *const Request, flag: *mut c_int, st: *mut Status);
+    fn PMPI_Request_get_status_any(count: c_int, reqs: *const Request, index: *mut c_int, flag: *mut c_int, st: *mut Status);
+    fn PMPI_Request_get_status_some(count: c_int, reqs: *const Request, outcount: *mut c_int, indices: *mut c_int, st: *mut Status);
     fn PMPI_Cancel(req: *mut Request);
     fn PMPI_Request_free(req: *mut Request);
 }

@@ -3,7 +3,7 @@
 //! parameters with the formulas of Hoefler et al. §3 and León et al. §6.1.
 
 use crate::job::{self, End};
-use crate::launch::{self, Mpi};
+use crate::launch::{self, Family, Mpi};
 use loggp_core::fit::{theil_sen_slope, ChangeDetector, Range};
 use loggp_core::prtt;
 use loggp_core::stats::{self, Summary};
@@ -423,7 +423,7 @@ pub fn run_job(
     timeout: Duration,
 ) -> Result<String, String> {
     let mut cmd: Vec<String> = vec![mpi.mpirun().to_string(), "-np".into(), np.to_string()];
-    if mpi == Mpi::OpenMpi && np > 2 {
+    if mpi.family == Family::OpenMpi && np > 2 {
         cmd.push("--oversubscribe".into());
     }
     cmd.push(exe.display().to_string());
@@ -433,7 +433,7 @@ pub fn run_job(
         None => {
             let mut c = Command::new(&cmd[0]);
             c.args(&cmd[1..]);
-            if mpi == Mpi::OpenMpi {
+            if mpi.family == Family::OpenMpi {
                 c.env("OMPI_ALLOW_RUN_AS_ROOT", "1");
                 c.env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
             }

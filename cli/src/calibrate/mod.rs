@@ -66,9 +66,14 @@ pub struct Args {
     /// The collective model check instead of the point-to-point calibration
     #[arg(long)]
     pub collectives: bool,
-    /// Which MPI to measure
-    #[arg(long, value_name = "openmpi|mpich", default_value = "openmpi", value_parser = args::mpi)]
-    pub mpi: Mpi,
+    /// Which MPI to measure: openmpi (default), mpich (Debian's) or a build's
+    /// name (openmpi-5.0; loggp shim-path --list)
+    #[arg(long, value_name = "BUILD", value_parser = args::mpi)]
+    pub mpi: Option<Mpi>,
+    /// The launcher to run the kernels with (default: Debian's, or the one
+    /// beside the build's mpicc); without --mpi the build that serves it
+    #[arg(long, value_name = "PATH")]
+    pub mpirun: Option<String>,
     /// Ranks (with --collectives: a list of rank counts)
     #[arg(long, value_name = "N[,N...]", value_delimiter = ',', value_parser = args::whole(2, 256))]
     pub np: Vec<u32>,
@@ -137,6 +142,19 @@ pub struct Args {
     /// Kill one MPI job (its whole process group) after this long
     #[arg(long, value_name = "TIME", default_value = "300s", allow_hyphen_values = true, value_parser = args::duration)]
     pub timeout: Duration,
+}
+
+impl Args {
+    /// The build and launcher: `--mpi` run by `--mpirun`, or the build
+    /// that serves `--mpirun`, or Debian's Open MPI.
+    pub fn target(&self) -> Result<Mpi, String> {
+        Ok(match (self.mpi, &self.mpirun) {
+            (Some(m), Some(l)) => m.with_launcher(l),
+            (Some(m), None) => m,
+            (None, Some(l)) => launch::pick(std::slice::from_ref(l))?.0,
+            (None, None) => Mpi::OpenMpi,
+        })
+    }
 }
 
 /// One item of `--knob`: a name (or all, none) for the calibration, a
@@ -339,7 +357,7 @@ impl Opts {
             ));
         }
         let opts = Opts {
-            mpi: a.mpi,
+            mpi: a.target()?,
             np,
             knobs,
             values: a.values.clone(),
@@ -632,11 +650,7 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
             opts.fit_reps = meta("fit_reps")
                 .and_then(|v| u32::try_from(v).ok())
                 .unwrap_or(opts.fit_reps);
-            opts.mpi = if library.contains("Open MPI") {
-                Mpi::OpenMpi
-            } else {
-                Mpi::Mpich
-            };
+            opts.mpi = launch::for_library(&library);
         }
         runs.push(Params::from_raw(&r)?);
         raw.push((n.clone(), r.text));

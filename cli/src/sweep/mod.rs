@@ -397,12 +397,7 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
     let o = Opts::from_args(args)?;
     let mpi = match o.mpi {
         Some(m) => m,
-        None => launch::detect_mpi(&o.cmd[0]).ok_or_else(|| {
-            format!(
-                "cannot tell which MPI {:?} belongs to; say --mpi openmpi or --mpi mpich",
-                o.cmd[0]
-            )
-        })?,
+        None => launch::pick(&o.cmd)?.0,
     };
     let shim = launch::shim_path(mpi)?;
     // Validate every configuration now, as the shim will, so that a bad

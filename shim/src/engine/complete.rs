@@ -165,7 +165,7 @@ impl Engine {
         if !polled && self.uses_seen {
             // A blocking native Wait (else the loop above polled): is the
             // request complete already, or will it wait?
-            set_waited(!self.native_done(r));
+            set_waited(!self.look(r));
         }
         let rc = self.complete_one(req, &mut st);
         set_waited(false);
@@ -182,6 +182,9 @@ impl Engine {
             None => PMPI_Wait(req, st),
             Some(mut p) => {
                 let rc = PMPI_Wait(req, st);
+                if matches!(p, Pending::PRecv { .. }) {
+                    recall_status(r, st, true);
+                }
                 if let Pending::PRecv { hdr, .. } = &mut p {
                     if let Some(Pending::PRecv { hdr: live, .. }) = self.lock().reqs.get(&key(r)) {
                         **hdr = **live;
@@ -226,11 +229,27 @@ impl Engine {
         let Some(p) = st.reqs.get(&key(r)) else {
             return Poll::Untracked;
         };
+        if matches!(p, Pending::PRecv { .. }) {
+            remember_status(r, &s);
+            recall_status(r, &mut s, false);
+        }
         if now() >= self.ready_time(p, &s, &st.gate) {
             Poll::Ready
         } else {
             Poll::NotReady
         }
+    }
+
+    /// Before a blocking wait: is `r` complete natively already? (Keeps
+    /// the status of a persistent receive, as `poll` does, for MPICH 5.)
+    pub(super) unsafe fn look(&self, r: Request) -> bool {
+        let mut f: c_int = 0;
+        let mut st = Status::zeroed();
+        PMPI_Request_get_status(r, &mut f, &mut st);
+        if f != 0 && matches!(self.lock().reqs.get(&key(r)), Some(Pending::PRecv { .. })) {
+            remember_status(r, &st);
+        }
+        f != 0
     }
 
     /// Native completion of an untracked request, without freeing it.
@@ -282,6 +301,7 @@ impl Engine {
                 *flag = 1;
                 let mut st = Status::zeroed();
                 let rc = PMPI_Request_get_status(r, flag, &mut st);
+                recall_status(r, &mut st, false);
                 let mut s = self.lock();
                 if let Some(Pending::Recv(wire)) = s.reqs.get_mut(&key(r)) {
                     let mut w = std::mem::replace(
@@ -393,7 +413,7 @@ impl Engine {
         // Which of ours will the native Waitall wait for?
         let absent: Vec<bool> = if self.uses_seen {
             keys.iter()
-                .map(|&k| k != self.c.request_null && !self.native_done(k))
+                .map(|&k| k != self.c.request_null && !self.look(k))
                 .collect()
         } else {
             Vec::new()
@@ -414,6 +434,7 @@ impl Engine {
                 continue;
             };
             if let Pending::PRecv { hdr, .. } = &mut p {
+                recall_status(k, &mut sts[i], true);
                 // Persistent receive: the header landed in the live entry.
                 if let Some(Pending::PRecv { hdr: live, .. }) = self.lock().reqs.get(&key(k)) {
                     **hdr = **live;
@@ -708,5 +729,43 @@ impl Engine {
         let (c, rc) = self.some_pass(rs, idx, statuses);
         *outcount = c;
         rc
+    }
+}
+
+/// MPICH 5.0.2: once MPI_Request_get_status has reported a persistent
+/// receive complete, later calls and MPI_Wait give an empty status (source
+/// MPI_ANY_SOURCE, tag MPI_ANY_TAG, count 0; measured natively, MPICH 4.0.2
+/// and Open MPI repeat the status). The first full status seen is kept
+/// here, by request, until the request completes.
+static SEEN: std::sync::Mutex<Vec<(usize, Status)>> = std::sync::Mutex::new(Vec::new());
+
+fn is_empty_status(s: &Status) -> bool {
+    s.source() == abi::ANY_SOURCE && s.tag() == abi::ANY_TAG
+}
+
+/// Keeps the status of a persistent receive that get_status saw complete.
+fn remember_status(r: Request, s: &Status) {
+    if is_empty_status(s) {
+        return;
+    }
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    seen.retain(|(k, _)| *k != key(r));
+    seen.push((key(r), *s));
+}
+
+/// Replaces an empty status by the one kept for `r` (MPI_ERROR as given);
+/// `take` forgets it (the request completed).
+fn recall_status(r: Request, s: &mut Status, take: bool) {
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(i) = seen.iter().position(|(k, _)| *k == key(r)) else {
+        return;
+    };
+    if is_empty_status(s) {
+        let e = s.error();
+        *s = seen[i].1;
+        s.set_error(e);
+    }
+    if take {
+        seen.swap_remove(i);
     }
 }

@@ -15,7 +15,7 @@ mod report;
 
 use super::kernel::{self, KernelOpts, Params};
 use crate::knobs::knob_var;
-use crate::launch::{self, Mpi};
+use crate::launch::{self, Family, Mpi};
 use bench::{BenchRaw, Timing};
 use loggp_core::units::{parse_g_ns_per_byte, parse_time_ns};
 use model::{Coll, Machine, Param};
@@ -127,7 +127,7 @@ impl Opts {
             vec![8, 1024, 16384]
         };
         Ok(Opts {
-            mpi: a.mpi,
+            mpi: a.target()?,
             nps,
             ops,
             sizes,
@@ -263,11 +263,11 @@ pub fn make_row(
     let mut applies = true;
     if pu > cores {
         applies = false;
-        notes.push(match mpi {
-            Mpi::Mpich => format!(
+        notes.push(match mpi.family {
+            Family::Mpich => format!(
                 "model does not apply: {p} ranks on {cores} cores, and MPICH busy-polls (a waiting rank spins and holds a core its peers need)"
             ),
-            Mpi::OpenMpi => format!(
+            Family::OpenMpi => format!(
                 "oversubscribed: {p} ranks on {cores} cores; Open MPI yields when idle, but time-sharing is not in the model"
             ),
         });
