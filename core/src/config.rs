@@ -54,6 +54,10 @@ pub struct Config {
     /// piggyback by copying through a staging buffer; larger ones use a
     /// zero-copy struct datatype.
     pub inline_max: u64,
+    /// `LOGGP_TEST_CLOCK`: a testing aid that shifts and drifts the clock
+    /// this rank's shim sees (not part of the fingerprint: it is meant to
+    /// differ between hosts).
+    pub test_clock: crate::clocks::TestClock,
 }
 
 impl Default for Config {
@@ -70,6 +74,7 @@ impl Default for Config {
             log: LogLevel::Off,
             report: None,
             inline_max: DEFAULT_INLINE_MAX,
+            test_clock: crate::clocks::TestClock::default(),
         }
     }
 }
@@ -114,6 +119,11 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "LOGGP_INLINE_MAX",
         "bytes below which the piggyback is staged",
         "16384",
+    ),
+    (
+        "LOGGP_TEST_CLOCK",
+        "testing aid: shift and drift this rank's clock",
+        "0,0",
     ),
 ];
 
@@ -196,6 +206,10 @@ impl Config {
                         .ok()
                         .filter(|&n| n >= 1)
                         .ok_or_else(|| err(k, v, "a whole number of messages, at least 1"))?
+                }
+                "LOGGP_TEST_CLOCK" => {
+                    c.test_clock = crate::clocks::TestClock::parse(v)
+                        .ok_or_else(|| err(k, v, crate::clocks::TEST_CLOCK_ACCEPTED))?
                 }
                 "LOGGP_VT" => {
                     c.vt = match v.trim() {

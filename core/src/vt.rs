@@ -185,6 +185,9 @@ pub struct RecvGate {
     g_big: f64,
     transit: Transit,
     last_delivery: Option<u64>,
+    /// Across hosts: stamps to this rank's clock, and the other-host
+    /// transit (`crate::clocks`). `None` on one host.
+    hosts: Option<crate::clocks::Hosts>,
 }
 
 impl RecvGate {
@@ -195,13 +198,27 @@ impl RecvGate {
             g_big: cfg.g_big,
             transit,
             last_delivery: None,
+            hosts: None,
         }
+    }
+
+    /// Ranks on several hosts: departures arrive as stamps in the job's
+    /// reference time base ([`crate::clocks::Hosts`]).
+    pub fn set_hosts(&mut self, hosts: crate::clocks::Hosts) {
+        self.hosts = Some(hosts);
     }
 
     /// Virtual arrival `a` of a message that departed at `d`.
     pub fn arrival(&self, d: u64, bytes: u64) -> u64 {
-        let extra_g = (self.g_big - self.transit.per_byte_ns).max(0.0);
-        let t = self.transit.of(bytes) + self.l as f64 + bytes_after_first(bytes) * extra_g;
+        let (d, transit) = match &self.hosts {
+            Some(h) => {
+                let (d, other) = h.departure(d);
+                (d, other.unwrap_or(&self.transit))
+            }
+            None => (d, &self.transit),
+        };
+        let extra_g = (self.g_big - transit.per_byte_ns).max(0.0);
+        let t = transit.of(bytes) + self.l as f64 + bytes_after_first(bytes) * extra_g;
         d + round_ns(t)
     }
 

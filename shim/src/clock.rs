@@ -1,11 +1,54 @@
 //! The one clock: CLOCK_MONOTONIC, shared by every process on a host, in
-//! nanoseconds. Read through the vDSO (~20 ns).
+//! nanoseconds. Read through the vDSO (~20 ns). `LOGGP_TEST_CLOCK` shifts
+//! and drifts it as the shim sees it (a testing aid); across hosts,
+//! departures travel as stamps in the job's reference time base
+//! (`loggp_core::clocks`).
 
+use loggp_core::clocks::{Hosts, TestClock};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+static TEST_CLOCK: OnceLock<(TestClock, u64)> = OnceLock::new();
+static TEST_ON: AtomicBool = AtomicBool::new(false);
+static HOSTS: OnceLock<Hosts> = OnceLock::new();
+
+/// Installs `LOGGP_TEST_CLOCK` (once, before MPI_Init's start-up).
+pub fn set_test_clock(c: TestClock) {
+    if !c.is_identity() && TEST_CLOCK.set((c, raw())).is_ok() {
+        TEST_ON.store(true, Ordering::Release);
+    }
+}
+
+/// Installs what start-up learned about the job's hosts (several hosts).
+pub fn set_hosts(h: Hosts) {
+    let _ = HOSTS.set(h);
+}
+
+/// A departure as the header carries it: on several hosts, tagged with
+/// this host and in the job's reference time base.
+#[inline]
+pub fn stamp(d: u64) -> u64 {
+    match HOSTS.get() {
+        Some(h) => h.stamp(d),
+        None => d,
+    }
+}
+
+/// Nanoseconds on CLOCK_MONOTONIC, as the shim sees it (`LOGGP_TEST_CLOCK`).
+#[inline]
+pub fn now() -> u64 {
+    let t = raw();
+    if TEST_ON.load(Ordering::Relaxed) {
+        if let Some((c, start)) = TEST_CLOCK.get() {
+            return c.shown(t, *start);
+        }
+    }
+    t
+}
 
 /// Nanoseconds on CLOCK_MONOTONIC.
 #[inline]
-pub fn now() -> u64 {
+fn raw() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
