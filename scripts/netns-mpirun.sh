@@ -23,7 +23,7 @@ case "$mpi" in
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
       "$here/netns-exec.sh" --run loggp-h0 mpirun.openmpi --hostfile "$hf" -np "$np" \
       --mca plm_rsh_agent "$here/netns-exec.sh" \
-      --mca btl tcp,vader,self \
+      --mca btl tcp,vader,self --mca mpi_yield_when_idle 1 \
       --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24 \
       "$@"
     ;;

@@ -149,16 +149,51 @@ pub unsafe fn after_init(cfg: Config) {
         Vec::new()
     };
     let hosts_n = host_of.iter().max().map_or(1, |&h| h + 1);
+    // Several hosts: synchronise the clocks first, so that the transit
+    // measurement below reads departures in this rank's clock.
+    let synced = if vt && hosts_n > 1 {
+        let (map, uncertainty, offset) = sync_clocks(&c, private, rank, &host_of);
+        let h = Hosts {
+            tag: host_of[as_index(rank)] as u64 + 1,
+            map,
+            other_host: None,
+        };
+        crate::clock::set_hosts(h);
+        if cfg.log >= LogLevel::Info {
+            let me = as_index(rank);
+            if host_of[me] != 0 && host_of.iter().position(|&x| x == host_of[me]) == Some(me) {
+                log::line(&format!(
+                    "host {}: clock synchronised to rank 0's host within ±{:.0}ns (reference − this clock = {:.0}ns)",
+                    processor_name(),
+                    uncertainty,
+                    offset
+                ));
+            }
+        }
+        Some(h)
+    } else {
+        None
+    };
+    // While the transit is measured (every knob zero), the gate must never
+    // hold a message: read every departure a second early, so that what
+    // is left of the clocks' disagreement cannot add to the transit.
+    let early = synced.map(|h| Hosts {
+        map: ClockMap {
+            offset_ns: h.map.offset_ns + 1e9,
+            ..h.map
+        },
+        ..h
+    });
     // The native transit of each class of pair, measured from rank 0: to
     // the next rank of its host, and to the first rank of another host.
     let same_peer = (1..host_of.len()).find(|&r| host_of[r] == 0);
     let other_peer = (1..host_of.len()).find(|&r| host_of[r] != 0);
     let (native, other) = if vt {
         let first = same_peer.or(other_peer).unwrap_or(1);
-        let n = measure_native(&cfg, &c, private, rank, size, as_rank(first), true);
+        let n = measure_native(&cfg, &c, private, rank, size, as_rank(first), true, early);
         match (same_peer, other_peer) {
             (Some(_), Some(o)) => {
-                let far = measure_native(&cfg, &c, private, rank, size, as_rank(o), false);
+                let far = measure_native(&cfg, &c, private, rank, size, as_rank(o), false, early);
                 (n, Some(far.transit))
             }
             (None, Some(_)) => (n, Some(n.transit)),
@@ -168,27 +203,10 @@ pub unsafe fn after_init(cfg: Config) {
         (Native::default(), None)
     };
     let transit = native.transit;
-    let hosts = if vt && hosts_n > 1 {
-        let (map, uncertainty) = sync_clocks(&c, private, rank, &host_of);
-        let h = Hosts {
-            tag: host_of[usize::try_from(rank).unwrap_or(0)] as u64 + 1,
-            map,
-            other_host: other,
-        };
-        if cfg.log >= LogLevel::Info {
-            let me = as_index(rank);
-            if host_of[me] != 0 && host_of.iter().position(|&h| h == host_of[me]) == Some(me) {
-                log::line(&format!(
-                    "host {}: clock synchronised to rank 0's host within ±{:.0}ns",
-                    processor_name(),
-                    uncertainty
-                ));
-            }
-        }
-        Some(h)
-    } else {
-        None
-    };
+    let hosts = synced.map(|h| Hosts {
+        other_host: other,
+        ..h
+    });
     if cfg.log >= LogLevel::Info && rank == 0 {
         log::line(&format!(
             "{} {}, {} ranks on {} host{}, {}; native transit (through the shim) {}, then {:.3}ns/B{}; shim's own cost {}ns per send, {}ns per receive; start-up {:.1}ms",
@@ -213,7 +231,6 @@ pub unsafe fn after_init(cfg: Config) {
     e.set_own_costs(native.own_send_ns, native.own_recv_ns);
     if let Some(h) = hosts {
         e.set_hosts(h);
-        crate::clock::set_hosts(h);
     }
     PMPI_Comm_dup(c.comm_self, &mut e.self_comm.0);
     e.progress_comm = SharedHandle(private);
@@ -269,6 +286,7 @@ unsafe fn measure_native(
     size: c_int,
     peer: c_int,
     own_costs: bool,
+    early: Option<Hosts>,
 ) -> Native {
     const BIG: usize = 1 << 20;
     // (bytes, warm-up, timed) per size: small sizes, both sides of the
@@ -295,7 +313,10 @@ unsafe fn measure_native(
         vt: loggp_core::VtMode::On,
         ..cfg.clone()
     };
-    let probe = Engine::new(zero, *c, rank, size, Transit::default());
+    let mut probe = Engine::new(zero, *c, rank, size, Transit::default());
+    if let Some(h) = early {
+        probe.set_hosts(h);
+    }
     let mut buf = vec![0u8; BIG];
     let mut result = [0f64; SIZES.len()];
     let mut st = Status::zeroed();
@@ -575,7 +596,12 @@ unsafe fn host_indices(c: &Consts, comm: Comm, size: c_int) -> Vec<usize> {
 /// and the best round trip decides (`loggp_core::clocks`). Every rank of a
 /// host gets that host's map, so ranks of one host agree exactly. Returns
 /// the map and its uncertainty (half the best round trip; 0 on rank 0's host).
-unsafe fn sync_clocks(c: &Consts, comm: Comm, rank: c_int, host_of: &[usize]) -> (ClockMap, f64) {
+unsafe fn sync_clocks(
+    c: &Consts,
+    comm: Comm,
+    rank: c_int,
+    host_of: &[usize],
+) -> (ClockMap, f64, f64) {
     const ROUNDS: usize = 100;
     let hosts = host_of.iter().max().map_or(1, |&h| h + 1);
     let leader = |h: usize| host_of.iter().position(|&x| x == h).unwrap_or(0);
@@ -584,8 +610,10 @@ unsafe fn sync_clocks(c: &Consts, comm: Comm, rank: c_int, host_of: &[usize]) ->
     let mut ref_epoch: u64 = now();
     PMPI_Bcast((&mut ref_epoch as *mut u64).cast(), 1, c.uint64, 0, comm);
     // Per host: [epoch, offset bits, uncertainty bits], filled by its leader.
+    // (Rank 0 fills its host's slot 0.)
     let mut mine = vec![0u64; 3 * hosts];
     let me = as_index(rank);
+    let mut offset = 0.0;
     if rank == 0 {
         mine[0] = ref_epoch;
         mine[1] = ClockMap::reference(ref_epoch).offset_ns.to_bits();
@@ -629,6 +657,7 @@ unsafe fn sync_clocks(c: &Consts, comm: Comm, rank: c_int, host_of: &[usize]) ->
             });
         }
         if let Some(e) = estimate_offset(&samples) {
+            offset = e.offset_ns;
             let m = ClockMap::from_offset(&e, ref_epoch, 0.0);
             let h = host_of[me];
             mine[3 * h] = m.epoch;
@@ -636,25 +665,28 @@ unsafe fn sync_clocks(c: &Consts, comm: Comm, rank: c_int, host_of: &[usize]) ->
             mine[3 * h + 2] = e.uncertainty_ns.to_bits();
         }
     }
-    // Each slot is non-zero on at most one rank: the maximum gathers them.
-    let mut all = vec![0u64; 3 * hosts];
-    let n = c_int::try_from(all.len()).unwrap_or(0);
-    PMPI_Allreduce(
-        mine.as_ptr().cast(),
-        all.as_mut_ptr().cast(),
-        n,
+    // Every rank's three words to every rank (pure data movement: no
+    // reduction operation reads the bit patterns); each host's are its
+    // leader's.
+    let mut all = vec![0u64; 3 * host_of.len()];
+    PMPI_Allgather(
+        mine[3 * host_of[me]..3 * host_of[me] + 3].as_ptr().cast(),
+        3,
         c.uint64,
-        c.op_max,
+        all.as_mut_ptr().cast(),
+        3,
+        c.uint64,
         comm,
     );
-    let h = host_of[me];
+    let l = leader(host_of[me]);
     (
         ClockMap {
-            epoch: all[3 * h],
-            offset_ns: f64::from_bits(all[3 * h + 1]),
+            epoch: all[3 * l],
+            offset_ns: f64::from_bits(all[3 * l + 1]),
             rate: 0.0,
         },
-        f64::from_bits(all[3 * h + 2]),
+        f64::from_bits(all[3 * l + 2]),
+        offset,
     )
 }
 

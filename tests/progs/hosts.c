@@ -18,6 +18,19 @@ enum { MAXREP = 20000, WARMUP = 20 };
 
 static double rtt[MAXREP], fwd[MAXREP], back[MAXREP], tmp[MAXREP];
 
+/* A barrier that sleeps while it waits: the test bed runs every rank of
+ * both "hosts" on one small machine, and ranks spinning in a barrier would
+ * take the processors from the pair being measured. */
+static void lazy_barrier(void) {
+  MPI_Request r;
+  int done = 0;
+  MPI_OK(MPI_Ibarrier(MPI_COMM_WORLD, &r));
+  while (!done) {
+    MPI_OK(MPI_Test(&r, &done, MPI_STATUS_IGNORE));
+    if (!done) usleep(200);
+  }
+}
+
 int main(int argc, char **argv) {
   init_common("hosts", &argc, &argv);
   int np;
@@ -42,7 +55,7 @@ int main(int argc, char **argv) {
   }
   if (my_rank == 0) printf("hosts: np=%d hosts=%d\n", np, hosts);
   for (int p = 1; p < np; p++) {
-    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    lazy_barrier();
     double msg[2];
     int total = WARMUP + reps;
     double t_begin = now_us();
@@ -84,7 +97,7 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
-  MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+  lazy_barrier();
   if (my_rank == 0) printf("hosts: PASS np=%d\n", np);
   MPI_Finalize();
   return 0;
