@@ -9,6 +9,9 @@
 #   scripts/netns.sh up      create (idempotent; the default)
 #   scripts/netns.sh down    remove
 #   scripts/netns.sh check   exit 0 when the test bed is up and usable
+#
+# Exit status 3: this machine (or container) does not support network
+# namespaces; the tests that need the bed then skip and say so.
 set -euo pipefail
 H0=loggp-h0 H1=loggp-h1
 A0=10.77.0.1 A1=10.77.0.2
@@ -20,7 +23,9 @@ up() {
   command -v ip >/dev/null || { echo "netns.sh: needs ip (iproute2)" >&2; exit 1; }
   command -v unshare >/dev/null || { echo "netns.sh: needs unshare (util-linux)" >&2; exit 1; }
   for ns in $H0 $H1; do
-    ip netns list | grep -qw "^$ns" || ip netns add "$ns"
+    if ! ip netns list | grep -qw "^$ns"; then
+      ip netns add "$ns" || { echo "netns.sh: cannot create network namespace $ns (no namespace support here)" >&2; exit 3; }
+    fi
     ip -n "$ns" link set lo up
     # Name resolution inside the namespace (ip netns exec bind-mounts it
     # over /etc/hosts there; the machine's own /etc/hosts is untouched).
@@ -44,8 +49,6 @@ down() {
 }
 check() {
   [ "$(id -u)" -eq 0 ] || { echo "not root"; exit 1; }
-  ip netns exec $H0 ping -c 1 -W 2 $A1 >/dev/null 2>&1 ||
-    ip netns exec $H0 bash -c "exec 3<>/dev/tcp/$A1/9" 2>/dev/null || true
   ip -n $H0 addr show veth-h0 2>/dev/null | grep -q "$A0" || { echo "test bed is not up"; exit 1; }
 }
 case "${1:-up}" in

@@ -316,7 +316,7 @@ mod tests {
     }
     impl Clock {
         fn read(&self, t: f64) -> u64 {
-            (t + 5e12 + self.offset + self.ppm * 1e-6 * t).round() as u64
+            units::round_ns(t + 5e12 + self.offset + self.ppm * 1e-6 * t)
         }
     }
 
@@ -335,6 +335,7 @@ mod tests {
     /// `n` ping-pongs at true time `t`: the local host sends, the
     /// reference answers. `out`/`back`: minimum one-way delays (ns), plus
     /// jitter up to `jitter`; `late` first samples wait 2 ms at the peer.
+    #[allow(clippy::too_many_arguments)]
     fn pingpongs(
         local: Clock,
         reference: Clock,

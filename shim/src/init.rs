@@ -113,7 +113,7 @@ pub unsafe fn after_init(cfg: Config) {
     // talking to one that does not would corrupt messages.
     // The collectives' algorithm choices too: ranks running different
     // algorithms would mismatch their messages.
-    let fp = cfg.fingerprint() ^ crate::coll::config_hash();
+    let fp = cfg.fingerprint() ^ crate::coll::config_hash() ^ build_hash();
     let mut mx: u64 = 0;
     let mut mn: u64 = 0;
     PMPI_Allreduce(
@@ -133,11 +133,7 @@ pub unsafe fn after_init(cfg: Config) {
         private,
     );
     if mx != mn {
-        if rank == 0 {
-            log::line("the ranks were started with different LOGGP_* settings; every rank must have the same");
-        }
-        PMPI_Barrier(private);
-        libc::_exit(1);
+        settings_differ_exit(&c, private, rank, size, &cfg);
     }
 
     crate::clock::set_yield(oversubscribed(&c));
@@ -278,6 +274,7 @@ unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
 /// would fall short of the request by that much (measured: ~0.3 µs).
 /// Called once per class of pair (same host, other host): 2 or 4 ranks
 /// take part, whatever the job's size.
+#[allow(clippy::too_many_arguments)]
 unsafe fn measure_native(
     cfg: &Config,
     c: &Consts,
@@ -514,22 +511,31 @@ pub struct Native {
     pub own_recv_ns: u64,
 }
 
-/// True when this host runs more ranks than it has processors: waits then
-/// yield the processor instead of spinning (as Open MPI does).
+/// True when this machine runs more ranks than it has processors: waits
+/// then yield the processor instead of spinning (as Open MPI does). Ranks
+/// count as on this machine when they share its kernel's boot id, not its
+/// host name: "hosts" that are namespaces of one machine (the test bed,
+/// containers) share its processors.
 unsafe fn oversubscribed(c: &Consts) -> bool {
-    let mut local = c.comm_null;
-    PMPI_Comm_split_type(
+    const NI: c_int = 40;
+    let n_bytes = as_index(NI);
+    let mut mine = std::fs::read("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    mine.resize(n_bytes, 0);
+    let mut size: c_int = 1;
+    PMPI_Comm_size(c.comm_world, &mut size);
+    let mut all = vec![0u8; n_bytes * as_index(size)];
+    PMPI_Allgather(
+        mine.as_ptr().cast(),
+        NI,
+        c.byte,
+        all.as_mut_ptr().cast(),
+        NI,
+        c.byte,
         c.comm_world,
-        abi::COMM_TYPE_SHARED,
-        0,
-        c.info_null,
-        &mut local,
     );
-    let mut n: c_int = 1;
-    PMPI_Comm_size(local, &mut n);
-    PMPI_Comm_free(&mut local);
+    let n = all.chunks(n_bytes).filter(|b| *b == &mine[..]).count();
     let cpus = libc::sysconf(libc::_SC_NPROCESSORS_ONLN);
-    i64::from(n) > cpus
+    i64::try_from(n).unwrap_or(0) > cpus
 }
 
 fn as_rank(i: usize) -> c_int {
@@ -688,6 +694,86 @@ unsafe fn sync_clocks(
         f64::from_bits(all[3 * l + 2]),
         offset,
     )
+}
+
+/// The wire format's version: 2 since departures travel as stamps
+/// (`loggp_core::clocks::Stamp`). Ranks of different builds must agree.
+const WIRE: u32 = 2;
+
+/// What must agree across ranks about the shim's build.
+fn build_id() -> String {
+    format!("loggp-shim {} wire {WIRE}", env!("CARGO_PKG_VERSION"))
+}
+
+fn build_hash() -> u64 {
+    build_id().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Ranks disagree on the shim's build or settings: one line, by rank 0,
+/// naming the first host (and rank) whose ranks differ from rank 0's and
+/// both descriptions; then every rank stops.
+unsafe fn settings_differ_exit(
+    c: &Consts,
+    comm: Comm,
+    rank: c_int,
+    size: c_int,
+    cfg: &Config,
+) -> ! {
+    const NI: c_int = 400;
+    const N: usize = NI as usize;
+    let describe = format!(
+        "{}, {}, collectives {:016x}",
+        build_id(),
+        cfg,
+        crate::coll::config_hash()
+    );
+    let mut mine = describe.into_bytes();
+    mine.resize(N, 0);
+    let n = usize::try_from(abi::MAX_PROCESSOR_NAME).unwrap_or(256);
+    let mut name = processor_name().into_bytes();
+    name.resize(n, 0);
+    let p = as_index(size);
+    let mut all = vec![0u8; N * p];
+    let mut names = vec![0u8; n * p];
+    PMPI_Allgather(
+        mine.as_ptr().cast(),
+        NI,
+        c.byte,
+        all.as_mut_ptr().cast(),
+        NI,
+        c.byte,
+        comm,
+    );
+    PMPI_Allgather(
+        name.as_ptr().cast(),
+        abi::MAX_PROCESSOR_NAME,
+        c.byte,
+        names.as_mut_ptr().cast(),
+        abi::MAX_PROCESSOR_NAME,
+        c.byte,
+        comm,
+    );
+    if rank == 0 {
+        let text = |v: &[u8]| {
+            String::from_utf8_lossy(v)
+                .trim_end_matches('\0')
+                .to_string()
+        };
+        let first = (1..p)
+            .find(|&r| all[N * r..N * r + N] != all[..N])
+            .unwrap_or(0);
+        log::line(&format!(
+            "the ranks on host {} (rank {first}) were started with a different shim build or              LOGGP_* settings than rank 0 on host {}: {} against {}; every rank must load the              same build with the same settings",
+            text(&names[n * first..n * first + n]),
+            text(&names[..n]),
+            text(&all[N * first..N * first + N]),
+            text(&all[..N])
+        ));
+    }
+    PMPI_Barrier(comm);
+    libc::_exit(1)
 }
 
 /// Before the real MPI_Finalize: finish buffered sends, write the report.

@@ -10,7 +10,9 @@
  *   hosts: np=N hosts=H
  *   peer P: same<P>=0|1 rtt<P>=X fwd<P>=Y back<P>=Z first<P>=.. last<P>=..
  * (medians in us: rtt half round trip, fwd 0 to P, back P to 0; first and
- * last: median one-way 0 to P of the first and last tenth of the run). */
+ * last: median one-way 0 to P of the first and last tenth of the run).
+ * Then it checks three collectives across the hosts (Allreduce, Bcast from
+ * the last rank, Alltoall) and prints "hosts: collectives ok". */
 #include "common.h"
 #include <unistd.h>
 
@@ -96,6 +98,27 @@ int main(int argc, char **argv) {
              median(back, reps), p, first, p, last);
       fflush(stdout);
     }
+  }
+  lazy_barrier();
+  {
+    enum { N = 1000, B = 4096, A = 16 };
+    static int in[N], out[N], bc[B], sa[A * 64], ra[A * 64];
+    CHECK(np <= 64, "at most 64 ranks for the collective check");
+    for (int i = 0; i < N; i++) in[i] = (my_rank + 1) * (i + 1);
+    MPI_OK(MPI_Allreduce(in, out, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    for (int i = 0; i < N; i++)
+      CHECK(out[i] == np * (np + 1) / 2 * (i + 1), "Allreduce element %d: %d", i, out[i]);
+    for (int i = 0; i < B; i++) bc[i] = my_rank == np - 1 ? i * 7 + 3 : -1;
+    MPI_OK(MPI_Bcast(bc, B, MPI_INT, np - 1, MPI_COMM_WORLD));
+    for (int i = 0; i < B; i++) CHECK(bc[i] == i * 7 + 3, "Bcast element %d: %d", i, bc[i]);
+    for (int d = 0; d < np; d++)
+      for (int i = 0; i < A; i++) sa[d * A + i] = my_rank * 100000 + d * 100 + i;
+    MPI_OK(MPI_Alltoall(sa, A, MPI_INT, ra, A, MPI_INT, MPI_COMM_WORLD));
+    for (int s = 0; s < np; s++)
+      for (int i = 0; i < A; i++)
+        CHECK(ra[s * A + i] == s * 100000 + my_rank * 100 + i, "Alltoall from %d element %d: %d",
+              s, i, ra[s * A + i]);
+    if (my_rank == 0) printf("hosts: collectives ok np=%d\n", np);
   }
   lazy_barrier();
   if (my_rank == 0) printf("hosts: PASS np=%d\n", np);
