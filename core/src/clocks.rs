@@ -583,6 +583,54 @@ mod tests {
     }
 
     #[test]
+    fn the_gate_reads_stamps_in_its_own_clock() {
+        use crate::config::Config;
+        use crate::vt::RecvGate;
+        // Host 1's clock is 1 s ahead of host 0's (the reference); a message
+        // leaves host 1 at true time 5 s; the gate on host 0 must place its
+        // arrival at 5 s + other-host transit + L on host 0's clock.
+        let reference = Clock {
+            offset: 0.0,
+            ppm: 0.0,
+        };
+        let there = Clock {
+            offset: 1e9,
+            ppm: 0.0,
+        };
+        let ref_epoch = reference.read(0.0);
+        let near = Transit::from_points(&[(8, 1_000.0), (1 << 20, 100_000.0)]);
+        let far = Transit::from_points(&[(8, 20_000.0), (1 << 20, 900_000.0)]);
+        let h1 = Hosts {
+            tag: 2,
+            map: sync(there, reference, ref_epoch, 10_000.0, 10_000.0, 0),
+            other_host: Some(far),
+        };
+        let h0 = Hosts {
+            tag: 1,
+            map: ClockMap::reference(ref_epoch),
+            other_host: Some(far),
+        };
+        let cfg = Config {
+            l: 20_000,
+            ..Config::default()
+        };
+        let mut gate = RecvGate::new(&cfg, near);
+        gate.set_hosts(h0);
+        let a = gate.arrival(h1.stamp(there.read(5e9)), 8) as f64;
+        let want = reference.read(5e9) as f64 + 20_000.0 + 20_000.0;
+        assert!((a - want).abs() < 1_500.0, "arrival {a}, expected {want}");
+        // A message of host 0 itself: the same-host transit, exactly.
+        let a = gate.arrival(h0.stamp(reference.read(5e9)), 8) as f64;
+        let want = reference.read(5e9) as f64 + 1_000.0 + 20_000.0;
+        assert!((a - want).abs() <= 1.0, "arrival {a}, expected {want}");
+        // Without the hosts the raw stamp would be read as a time: the test
+        // fails if the gate ignored them.
+        let plain = RecvGate::new(&cfg, near);
+        let raw = plain.arrival(h1.stamp(there.read(5e9)), 8) as f64;
+        assert!((raw - want).abs() > 1e6);
+    }
+
+    #[test]
     fn test_clock_parses_and_refuses() {
         assert_eq!(
             TestClock::parse("+3ms,50ppm"),

@@ -511,31 +511,22 @@ pub struct Native {
     pub own_recv_ns: u64,
 }
 
-/// True when this machine runs more ranks than it has processors: waits
-/// then yield the processor instead of spinning (as Open MPI does). Ranks
-/// count as on this machine when they share its kernel's boot id, not its
-/// host name: "hosts" that are namespaces of one machine (the test bed,
-/// containers) share its processors.
+/// True when this host runs more ranks than it has processors: waits then
+/// yield the processor instead of spinning (as Open MPI does).
 unsafe fn oversubscribed(c: &Consts) -> bool {
-    const NI: c_int = 40;
-    let n_bytes = as_index(NI);
-    let mut mine = std::fs::read("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    mine.resize(n_bytes, 0);
-    let mut size: c_int = 1;
-    PMPI_Comm_size(c.comm_world, &mut size);
-    let mut all = vec![0u8; n_bytes * as_index(size)];
-    PMPI_Allgather(
-        mine.as_ptr().cast(),
-        NI,
-        c.byte,
-        all.as_mut_ptr().cast(),
-        NI,
-        c.byte,
+    let mut local = c.comm_null;
+    PMPI_Comm_split_type(
         c.comm_world,
+        abi::COMM_TYPE_SHARED,
+        0,
+        c.info_null,
+        &mut local,
     );
-    let n = all.chunks(n_bytes).filter(|b| *b == &mine[..]).count();
+    let mut n: c_int = 1;
+    PMPI_Comm_size(local, &mut n);
+    PMPI_Comm_free(&mut local);
     let cpus = libc::sysconf(libc::_SC_NPROCESSORS_ONLN);
-    i64::try_from(n).unwrap_or(0) > cpus
+    i64::from(n) > cpus
 }
 
 fn as_rank(i: usize) -> c_int {
