@@ -4,7 +4,8 @@
 # the tests run (LAMMPS, ScaLAPACK's tests). Skips apt when all is there.
 set -euo pipefail
 need=()
-for cmd in mpicc.openmpi mpirun.openmpi mpicc.mpich mpirun.mpich gfortran mpifort.openmpi mpifort.mpich lmp; do
+# ip (iproute2) and unshare (util-linux): the two-host test bed, scripts/netns.sh.
+for cmd in mpicc.openmpi mpirun.openmpi mpicc.mpich mpirun.mpich gfortran mpifort.openmpi mpifort.mpich lmp ip unshare; do
   command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
 done
 # Real applications for the tests (cli/tests/mpi_apps.rs): LAMMPS (lmp)
@@ -22,4 +23,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   openmpi-bin libopenmpi-dev mpich libmpich-dev gfortran gcc libc6-dev make \
-  lammps scalapack-mpi-test >/dev/null
+  lammps scalapack-mpi-test iproute2 util-linux >/dev/null

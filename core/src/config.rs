@@ -58,6 +58,10 @@ pub struct Config {
     /// clocksource is `tsc` (`LOGGP_CLOCK=auto`), or always
     /// CLOCK_MONOTONIC (`monotonic`).
     pub tsc_clock: bool,
+    /// `LOGGP_TEST_CLOCK`: a testing aid that shifts and drifts the clock
+    /// this rank's shim sees (not part of the fingerprint: it is meant to
+    /// differ between hosts).
+    pub test_clock: crate::clocks::TestClock,
 }
 
 impl Default for Config {
@@ -75,6 +79,7 @@ impl Default for Config {
             report: None,
             inline_max: DEFAULT_INLINE_MAX,
             tsc_clock: true,
+            test_clock: crate::clocks::TestClock::default(),
         }
     }
 }
@@ -124,6 +129,11 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "LOGGP_CLOCK",
         "the shim's clock: auto (TSC where the kernel uses it), monotonic",
         "auto",
+    ),
+    (
+        "LOGGP_TEST_CLOCK",
+        "testing aid: shift and drift this rank's clock",
+        "0,0",
     ),
 ];
 
@@ -206,6 +216,10 @@ impl Config {
                         .ok()
                         .filter(|&n| n >= 1)
                         .ok_or_else(|| err(k, v, "a whole number of messages, at least 1"))?
+                }
+                "LOGGP_TEST_CLOCK" => {
+                    c.test_clock = crate::clocks::TestClock::parse(v)
+                        .ok_or_else(|| err(k, v, crate::clocks::TEST_CLOCK_ACCEPTED))?
                 }
                 "LOGGP_VT" => {
                     c.vt = match v.trim() {

@@ -5,6 +5,7 @@
 //! some monotonic clock) as an argument, so the rules of `DESIGN.md` §1 are
 //! unit-tested with plain numbers.
 
+pub mod clocks;
 pub mod coll;
 pub mod config;
 pub mod fit;

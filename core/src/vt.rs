@@ -230,6 +230,9 @@ pub struct RecvGate {
     /// `take_min_one_way`: the one-way time from the sender's departure
     /// stamp to this gate, as start-up learns the native transit.
     min_one_way: u64,
+    /// Across hosts: stamps to this rank's clock, and the other-host
+    /// transit (`crate::clocks`). `None` on one host.
+    hosts: Option<crate::clocks::Hosts>,
 }
 
 impl RecvGate {
@@ -241,7 +244,14 @@ impl RecvGate {
             transit,
             last_delivery: None,
             min_one_way: u64::MAX,
+            hosts: None,
         }
+    }
+
+    /// Ranks on several hosts: departures arrive as stamps in the job's
+    /// reference time base ([`crate::clocks::Hosts`]).
+    pub fn set_hosts(&mut self, hosts: crate::clocks::Hosts) {
+        self.hosts = Some(hosts);
     }
 
     /// Virtual arrival `a` of a message that departed at `d`.
@@ -249,19 +259,32 @@ impl RecvGate {
         self.arrival_seen(d, bytes, Seen::Unknown)
     }
 
+    /// The departure in this rank's clock and the native transit of the
+    /// pair's class: across hosts `d` is a stamp (`crate::clocks`).
+    fn local(&self, d: u64) -> (u64, &Transit) {
+        match &self.hosts {
+            Some(h) => {
+                let (d, other) = h.departure(d);
+                (d, other.unwrap_or(&self.transit))
+            }
+            None => (d, &self.transit),
+        }
+    }
+
     /// Virtual arrival of a message that departed at `d`, as the receiver
     /// `seen` it arrive natively.
     pub fn arrival_seen(&self, d: u64, bytes: u64, seen: Seen) -> u64 {
-        let extra_g = (self.g_big - self.transit.per_byte_ns).max(0.0);
-        let native = (d + round_ns(self.transit.of(bytes))).max(seen.time());
+        let (d, transit) = self.local(d);
+        let extra_g = (self.g_big - transit.per_byte_ns).max(0.0);
+        let native = (d + round_ns(transit.of(bytes))).max(seen.time());
         native + round_ns(self.l as f64 + bytes_after_first(bytes) * extra_g)
     }
 
     /// True when what the receiver saw of native arrivals can change a
     /// delivery (an added `L` or `G`); the receiver need not look
-    /// otherwise (a clock read saved per message).
+    /// otherwise (an MPI call saved per blocking receive).
     pub fn uses_seen(&self) -> bool {
-        self.l > 0 || self.g_big > self.transit.per_byte_ns
+        self.l > 0 || self.g_big > 0.0
     }
 
     /// Earliest time at which the message may be delivered: `max(a, previous
@@ -291,7 +314,8 @@ impl RecvGate {
 
     /// `reserve` with what the receiver saw of the native arrival.
     pub fn reserve_seen(&mut self, now: u64, d: u64, bytes: u64, seen: Seen) -> u64 {
-        self.min_one_way = self.min_one_way.min(now.saturating_sub(d));
+        let one_way = now.saturating_sub(self.local(d).0);
+        self.min_one_way = self.min_one_way.min(one_way);
         let r = now.max(self.ready_at_seen(d, bytes, seen));
         self.last_delivery = Some(self.last_delivery.map_or(r, |l| l.max(r)));
         r
@@ -464,8 +488,7 @@ mod tests {
         assert!(!RecvGate::new(&Config::default(), t).uses_seen());
         assert!(!RecvGate::new(&cfg(|c| c.g_r = 5_000), t).uses_seen());
         assert!(RecvGate::new(&cfg(|c| c.l = 1), t).uses_seen());
-        // G below native (0.095 ns/B here) adds nothing; above it does.
-        assert!(!RecvGate::new(&cfg(|c| c.g_big = 0.05), t).uses_seen());
+        // Any G floor: the look is cheap beside a bandwidth limit.
         assert!(RecvGate::new(&cfg(|c| c.g_big = 1.0), t).uses_seen());
         // At zero knobs a seen arrival changes nothing: it is never later
         // than the receiver's own now.

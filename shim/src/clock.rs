@@ -12,11 +12,54 @@
 //! CLOCK_MONOTONIC over start-up, ~10 ms: a few ppm, well under 1 ns), so
 //! ranks and threads still share one clock. Elsewhere, and until
 //! calibrated, it is `clock_gettime`. The arithmetic is `loggp_core::tsc`.
+//!
+//! `LOGGP_TEST_CLOCK` shifts and drifts it as the shim sees it (a testing
+//! aid); across hosts, departures travel as stamps in the job's reference
+//! time base (`loggp_core::clocks`).
 
+use loggp_core::clocks::{Hosts, TestClock};
 use loggp_core::tsc::{Anchor, TscRate};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
+
+static TEST_CLOCK: OnceLock<(TestClock, u64)> = OnceLock::new();
+static TEST_ON: AtomicBool = AtomicBool::new(false);
+static HOSTS: OnceLock<Hosts> = OnceLock::new();
+
+/// Installs `LOGGP_TEST_CLOCK` (once, before MPI_Init's start-up).
+pub fn set_test_clock(c: TestClock) {
+    if !c.is_identity() && TEST_CLOCK.set((c, raw())).is_ok() {
+        TEST_ON.store(true, Ordering::Release);
+    }
+}
+
+/// Installs what start-up learned about the job's hosts (several hosts).
+pub fn set_hosts(h: Hosts) {
+    let _ = HOSTS.set(h);
+}
+
+/// A departure as the header carries it: on several hosts, tagged with
+/// this host and in the job's reference time base.
+#[inline]
+pub fn stamp(d: u64) -> u64 {
+    match HOSTS.get() {
+        Some(h) => h.stamp(d),
+        None => d,
+    }
+}
+
+/// Nanoseconds on CLOCK_MONOTONIC, as the shim sees it (`LOGGP_TEST_CLOCK`).
+#[inline]
+pub fn now() -> u64 {
+    let t = raw();
+    if TEST_ON.load(Ordering::Relaxed) {
+        if let Some((c, start)) = TEST_CLOCK.get() {
+            return c.shown(t, *start);
+        }
+    }
+    t
+}
 
 /// CLOCK_MONOTONIC through the vDSO.
 #[inline]
@@ -55,7 +98,7 @@ fn ticks() -> u64 {
 }
 
 /// A calibration point: (counter, CLOCK_MONOTONIC) read back to back.
-pub fn stamp() -> (u64, u64) {
+pub fn calibration_point() -> (u64, u64) {
     let t = ticks();
     (t, monotonic())
 }
@@ -76,9 +119,10 @@ pub fn calibrate(a: (u64, u64), b: (u64, u64), use_tsc: bool) {
     }
 }
 
-/// Nanoseconds on CLOCK_MONOTONIC (see the module's text).
+/// Nanoseconds on CLOCK_MONOTONIC, from the counter where calibrated (see
+/// the module's text).
 #[inline]
-pub fn now() -> u64 {
+fn raw() -> u64 {
     let Some(rate) = RATE.get() else {
         return monotonic();
     };

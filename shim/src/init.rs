@@ -6,6 +6,7 @@ use crate::clock::now;
 use crate::engine::{self, Engine, Mode};
 use crate::log;
 use crate::real::*;
+use loggp_core::clocks::{estimate_offset, ClockMap, Hosts, SyncSample};
 use loggp_core::config::LogLevel;
 use loggp_core::{Config, Transit};
 use std::ffi::{c_int, c_void};
@@ -137,7 +138,10 @@ pub fn config_or_exit() -> Config {
         None => Ok(c),
     });
     match parsed {
-        Ok(c) => c,
+        Ok(c) => {
+            crate::clock::set_test_clock(c.test_clock);
+            c
+        }
         Err(e) => {
             if log::launcher_rank().is_none_or(|r| r == 0) {
                 log::line(&e);
@@ -161,7 +165,7 @@ pub unsafe fn after_init(cfg: Config) {
             "cannot resolve MPI's predefined handles; is this the MPI the shim was built for?",
         );
     };
-    let clock_start = crate::clock::stamp();
+    let clock_start = crate::clock::calibration_point();
     let (mut rank, mut size) = (0, 1);
     PMPI_Comm_rank(c.comm_world, &mut rank);
     PMPI_Comm_size(c.comm_world, &mut size);
@@ -174,7 +178,7 @@ pub unsafe fn after_init(cfg: Config) {
     // talking to one that does not would corrupt messages.
     // The collectives' algorithm choices too: ranks running different
     // algorithms would mismatch their messages.
-    let fp = cfg.fingerprint() ^ crate::coll::config_hash();
+    let fp = cfg.fingerprint() ^ crate::coll::config_hash() ^ build_hash();
     let mut mx: u64 = 0;
     let mut mn: u64 = 0;
     PMPI_Allreduce(
@@ -194,43 +198,102 @@ pub unsafe fn after_init(cfg: Config) {
         private,
     );
     if mx != mn {
-        if rank == 0 {
-            log::line("the ranks were started with different LOGGP_* settings; every rank must have the same");
-        }
-        PMPI_Barrier(private);
-        libc::_exit(1);
+        settings_differ_exit(&c, private, rank, size, &cfg);
     }
 
     crate::clock::set_yield(oversubscribed(&c));
-    let native = if cfg.vt_active() && size >= 2 {
-        measure_native(&cfg, &c, private, rank, size)
+    let vt = cfg.vt_active() && size >= 2;
+    let t_start = now();
+    let host_of = if vt {
+        host_indices(&c, private, size)
     } else {
-        Native::default()
+        Vec::new()
+    };
+    let hosts_n = host_of.iter().max().map_or(1, |&h| h + 1);
+    // Several hosts: synchronise the clocks first, so that the transit
+    // measurement below reads departures in this rank's clock.
+    let synced = if vt && hosts_n > 1 {
+        let (map, uncertainty, offset) = sync_clocks(&c, private, rank, &host_of);
+        let h = Hosts {
+            tag: host_of[as_index(rank)] as u64 + 1,
+            map,
+            other_host: None,
+        };
+        crate::clock::set_hosts(h);
+        if cfg.log >= LogLevel::Info {
+            let me = as_index(rank);
+            if host_of[me] != 0 && host_of.iter().position(|&x| x == host_of[me]) == Some(me) {
+                log::line(&format!(
+                    "host {}: clock synchronised to rank 0's host within ±{:.0}ns (reference − this clock = {:.0}ns)",
+                    processor_name(),
+                    uncertainty,
+                    offset
+                ));
+            }
+        }
+        Some(h)
+    } else {
+        None
+    };
+    // While the transit is measured (every knob zero), the gate must never
+    // hold a message: read every departure a second early, so that what
+    // is left of the clocks' disagreement cannot add to the transit.
+    let early = synced.map(|h| Hosts {
+        map: ClockMap {
+            offset_ns: h.map.offset_ns + 1e9,
+            ..h.map
+        },
+        ..h
+    });
+    // The native transit of each class of pair, measured from rank 0: to
+    // the next rank of its host, and to the first rank of another host.
+    let same_peer = (1..host_of.len()).find(|&r| host_of[r] == 0);
+    let other_peer = (1..host_of.len()).find(|&r| host_of[r] != 0);
+    let (native, other) = if vt {
+        let first = same_peer.or(other_peer).unwrap_or(1);
+        let n = measure_native(&cfg, &c, private, rank, size, as_rank(first), true, early);
+        match (same_peer, other_peer) {
+            (Some(_), Some(o)) => {
+                let far = measure_native(&cfg, &c, private, rank, size, as_rank(o), false, early);
+                (n, Some(far.transit))
+            }
+            (None, Some(_)) => (n, Some(n.transit)),
+            _ => (n, None),
+        }
+    } else {
+        (Native::default(), None)
     };
     let transit = native.transit;
     // Start-up so far took some milliseconds (~10 with the ping-pong):
     // enough to calibrate the counter behind `clock::now`.
-    crate::clock::calibrate(clock_start, crate::clock::stamp(), cfg.tsc_clock);
-    if cfg.vt_active() && size >= 2 {
-        check_hosts(&c, private, rank, &cfg);
-    }
+    crate::clock::calibrate(
+        clock_start,
+        crate::clock::calibration_point(),
+        cfg.tsc_clock,
+    );
+    let hosts = synced.map(|h| Hosts {
+        other_host: other,
+        ..h
+    });
     if cfg.log >= LogLevel::Info && rank == 0 {
         log::line(&format!(
-            "{} (shim built for {} {}), {} ranks, {}; native transit (through the shim) {}, then {:.3}ns/B; shim's own cost {}ns per send, {}ns per receive",
+            "{} (shim built for {} {}), {} ranks on {} host{}, {}; native transit (through the shim) {}, then {:.3}ns/B{}; shim's own cost {}ns per send, {}ns per receive; start-up {:.1}ms",
             loaded().1,
             FLAVOUR.name(),
             abi::LIB_VERSION,
             size,
+            hosts_n,
+            if hosts_n == 1 { "" } else { "s" },
             cfg,
-            transit
-                .points()
-                .iter()
-                .map(|&(b, t)| format!("{b}B {t:.0}ns"))
-                .collect::<Vec<_>>()
-                .join(", "),
+            fmt_transit(&transit),
             transit.per_byte_ns,
+            match (&other, same_peer) {
+                (Some(o), Some(_)) => format!("; to another host {}", fmt_transit(o)),
+                _ => String::new(),
+            },
             native.own_send_ns,
-            native.own_recv_ns
+            native.own_recv_ns,
+            (now() - t_start) as f64 / 1e6
         ));
     }
     let mut e = Engine::new(cfg, c, rank, size, transit);
@@ -238,6 +301,9 @@ pub unsafe fn after_init(cfg: Config) {
     let mut provided: c_int = abi::THREAD_MULTIPLE;
     PMPI_Query_thread(&mut provided);
     e.set_thread_level(provided);
+    if let Some(h) = hosts {
+        e.set_hosts(h);
+    }
     PMPI_Comm_dup(c.comm_self, &mut e.self_comm.0);
     e.progress_comm = SharedHandle(private);
     engine::install(e);
@@ -273,9 +339,9 @@ unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
     }
 }
 
-/// Native transit `L_native(s) = base + s·per_byte`, and the shim's own
-/// per-call cost (see below), measured between ranks
-/// 0 and 1 (minimum half round trip of 8 B and of 1 MiB) and broadcast.
+/// Native transit `L_native(s)`, and the shim's own per-call cost (see
+/// below; when `own_costs`), measured between rank 0 and `peer` (minimum
+/// half round trips at eight sizes) and broadcast.
 ///
 /// The ping-pong runs *through the engine itself* with every knob at zero,
 /// and the transit is the minimum time from the sender's departure stamp
@@ -283,8 +349,19 @@ unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
 /// (staging, header) is part of it, so it does not hide under `L`, and the
 /// shim's work before the stamp and after the gate is not, so that at zero
 /// knobs the gate holds no message (a half round trip would hold each by
-/// that work, ~0.1 µs). Across hosts it is the 0–1 pair's.
-unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size: c_int) -> Native {
+/// that work, ~0.1 µs). Called once per class of pair (same host, other
+/// host): 2 or 4 ranks take part, whatever the job's size.
+#[allow(clippy::too_many_arguments)]
+unsafe fn measure_native(
+    cfg: &Config,
+    c: &Consts,
+    comm: Comm,
+    rank: c_int,
+    size: c_int,
+    peer: c_int,
+    own_costs: bool,
+    early: Option<Hosts>,
+) -> Native {
     const BIG: usize = 1 << 20;
     // (bytes, warm-up, timed) per size: small sizes, both sides of the
     // usual eager limits and of LOGGP_INLINE_MAX, up to 1 MiB (~10 ms in
@@ -310,7 +387,10 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
         vt: loggp_core::VtMode::On,
         ..cfg.clone()
     };
-    let probe = Engine::new(zero, *c, rank, size, Transit::default());
+    let mut probe = Engine::new(zero, *c, rank, size, Transit::default());
+    if let Some(h) = early {
+        probe.set_hosts(h);
+    }
     let mut buf = vec![0u8; BIG];
     // Per size: the minimum one-way time from the sender's stamp `d` to
     // the receiver's gate, each direction seen by its receiver's gate
@@ -332,19 +412,27 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
             }
             if rank == 0 {
                 let t0 = now();
-                probe.send(Mode::Standard, buf.as_ptr().cast(), n, c.byte, 1, 7, comm);
+                probe.send(
+                    Mode::Standard,
+                    buf.as_ptr().cast(),
+                    n,
+                    c.byte,
+                    peer,
+                    7,
+                    comm,
+                );
                 probe.recv(
                     buf.as_mut_ptr().cast(),
                     n,
                     c.byte,
-                    1,
+                    peer,
                     7,
                     comm,
                     None,
                     &mut st,
                 );
                 best = best.min((now() - t0) as f64 / 2.0);
-            } else if rank == 1 {
+            } else if rank == peer {
                 probe.recv(
                     buf.as_mut_ptr().cast(),
                     n,
@@ -361,8 +449,8 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
         half_rtt[i] = best;
         result[i] = probe.take_min_one_way().map_or(f64::INFINITY, |v| v as f64);
     }
-    // Rank 0 combines its direction with rank 1's.
-    if rank == 1 {
+    // Rank 0 combines its direction with the peer's.
+    if rank == peer {
         PMPI_Send(
             result.as_ptr().cast(),
             c_int::try_from(SIZES.len()).unwrap_or(0),
@@ -377,15 +465,18 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
             other.as_mut_ptr().cast(),
             c_int::try_from(SIZES.len()).unwrap_or(0),
             c.double,
-            1,
+            peer,
             12,
             comm,
             &mut st,
         );
+        // Across hosts the probe's gate reads departures a second early
+        // (`early`): each direction's one-way time is a second longer.
+        let early_ns = if early.is_some() { 1e9 } else { 0.0 };
         for i in 0..SIZES.len() {
             let (a, b) = (result[i], other[i]);
             result[i] = if a.is_finite() && b.is_finite() {
-                (a + b) / 2.0
+                ((a + b) / 2.0 - early_ns).max(0.0)
             } else {
                 half_rtt[i]
             };
@@ -399,23 +490,32 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
     // less, so that what a benchmark sees in the call is native + the knob.
     let mut best = [[f64::INFINITY; 2]; 2]; // [send|recv][raw|shim]
     let mut ack = [0u8; 1];
-    for k in 0..1200 {
+    let rounds = if own_costs { 1200 } else { 0 };
+    for k in 0..rounds {
         let shim = k % 2;
         let timed = k >= 200;
         // Send side.
         if rank == 0 {
             let t0 = now();
             if shim == 1 {
-                probe.send(Mode::Standard, buf.as_ptr().cast(), 8, c.byte, 1, 8, comm);
+                probe.send(
+                    Mode::Standard,
+                    buf.as_ptr().cast(),
+                    8,
+                    c.byte,
+                    peer,
+                    8,
+                    comm,
+                );
             } else {
-                PMPI_Send(buf.as_ptr().cast(), 8, c.byte, 1, 8, comm);
+                PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 8, comm);
             }
             let dt = (now() - t0) as f64;
             if timed {
                 best[0][shim] = best[0][shim].min(dt);
             }
-            PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, 1, 9, comm, &mut st);
-        } else if rank == 1 {
+            PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
+        } else if rank == peer {
             if shim == 1 {
                 probe.recv(
                     buf.as_mut_ptr().cast(),
@@ -435,12 +535,20 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
         // Receive side: rank 1 receives a message known to have arrived.
         if rank == 0 {
             if shim == 1 {
-                probe.send(Mode::Standard, buf.as_ptr().cast(), 8, c.byte, 1, 10, comm);
+                probe.send(
+                    Mode::Standard,
+                    buf.as_ptr().cast(),
+                    8,
+                    c.byte,
+                    peer,
+                    10,
+                    comm,
+                );
             } else {
-                PMPI_Send(buf.as_ptr().cast(), 8, c.byte, 1, 10, comm);
+                PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 10, comm);
             }
-            PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, 1, 9, comm, &mut st);
-        } else if rank == 1 {
+            PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
+        } else if rank == peer {
             let mut flag: c_int = 0;
             while flag == 0 {
                 PMPI_Iprobe(0, 10, comm, &mut flag, &mut st);
@@ -478,14 +586,15 @@ unsafe fn measure_native(cfg: &Config, c: &Consts, comm: Comm, rank: c_int, size
         }
     };
     let mut own_r = own(best[1]);
-    if rank == 1 {
+    if !own_costs {
+    } else if rank == peer {
         PMPI_Send((&own_r as *const f64).cast(), 1, c.double, 0, 11, comm);
     } else if rank == 0 {
         PMPI_Recv(
             (&mut own_r as *mut f64).cast(),
             1,
             c.double,
-            1,
+            peer,
             11,
             comm,
             &mut st,
@@ -538,36 +647,242 @@ unsafe fn oversubscribed(c: &Consts) -> bool {
     i64::from(n) > cpus
 }
 
-/// All ranks on one host share CLOCK_MONOTONIC. Across hosts the virtual
-/// times would carry the clocks' offset: refuse rather than mislead.
-unsafe fn check_hosts(c: &Consts, comm: Comm, rank: c_int, _cfg: &Config) {
+fn as_rank(i: usize) -> c_int {
+    c_int::try_from(i).unwrap_or(0)
+}
+
+fn as_index(r: c_int) -> usize {
+    usize::try_from(r).unwrap_or(0)
+}
+
+fn fmt_transit(t: &Transit) -> String {
+    t.points()
+        .iter()
+        .map(|&(b, t)| format!("{b}B {t:.0}ns"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// This process's host, as MPI names it.
+pub fn processor_name() -> String {
     let n = usize::try_from(abi::MAX_PROCESSOR_NAME).unwrap_or(256);
-    let mut mine = vec![0u8; n];
+    let mut v = vec![0u8; n + 1];
     let mut len: c_int = 0;
-    PMPI_Get_processor_name(mine.as_mut_ptr().cast(), &mut len);
-    let mut root = mine.clone();
-    PMPI_Bcast(
-        root.as_mut_ptr().cast(),
+    // SAFETY: a buffer of MPI_MAX_PROCESSOR_NAME bytes, as MPI requires.
+    unsafe { PMPI_Get_processor_name(v.as_mut_ptr().cast(), &mut len) };
+    v.truncate(usize::try_from(len).unwrap_or(0).min(n));
+    String::from_utf8_lossy(&v).into_owned()
+}
+
+/// The host of every rank, as an index: hosts numbered in the order of
+/// their first rank (rank 0's host is 0). One Allgather of the names.
+unsafe fn host_indices(c: &Consts, comm: Comm, size: c_int) -> Vec<usize> {
+    let n = usize::try_from(abi::MAX_PROCESSOR_NAME).unwrap_or(256);
+    let mut mine = processor_name().into_bytes();
+    mine.resize(n, 0);
+    let p = as_index(size);
+    let mut all = vec![0u8; n * p];
+    PMPI_Allgather(
+        mine.as_ptr().cast(),
         abi::MAX_PROCESSOR_NAME,
         c.byte,
-        0,
+        all.as_mut_ptr().cast(),
+        abi::MAX_PROCESSOR_NAME,
+        c.byte,
         comm,
     );
-    let differs: u64 = u64::from(root != mine);
-    let mut any: u64 = 0;
-    PMPI_Allreduce(
-        (&differs as *const u64).cast(),
-        (&mut any as *mut u64).cast(),
-        1,
-        c.uint64,
-        c.op_max,
-        comm,
-    );
-    if any != 0 {
-        let msg = "the ranks run on more than one host; virtual time needs one shared clock and \
-                   cross-host clock synchronisation is not implemented yet: run on one host";
-        log::abort_job((rank == 0).then_some(msg), c.comm_world);
+    let names: Vec<&[u8]> = all.chunks(n).collect();
+    let mut firsts: Vec<&[u8]> = Vec::new();
+    names
+        .iter()
+        .map(|name| match firsts.iter().position(|f| f == name) {
+            Some(i) => i,
+            None => {
+                firsts.push(name);
+                firsts.len() - 1
+            }
+        })
+        .collect()
+}
+
+/// Synchronises each host's clock to rank 0's (the reference) by Cristian's
+/// method: the first rank of each other host exchanges timestamped
+/// ping-pongs with rank 0, one host after the other (O(hosts) exchanges),
+/// and the best round trip decides (`loggp_core::clocks`). Every rank of a
+/// host gets that host's map, so ranks of one host agree exactly. Returns
+/// the map and its uncertainty (half the best round trip; 0 on rank 0's host).
+unsafe fn sync_clocks(
+    c: &Consts,
+    comm: Comm,
+    rank: c_int,
+    host_of: &[usize],
+) -> (ClockMap, f64, f64) {
+    const ROUNDS: usize = 100;
+    let hosts = host_of.iter().max().map_or(1, |&h| h + 1);
+    let leader = |h: usize| host_of.iter().position(|&x| x == h).unwrap_or(0);
+    let mut st = Status::zeroed();
+    // The reference's epoch: rank 0's clock now, the base of the stamps.
+    let mut ref_epoch: u64 = now();
+    PMPI_Bcast((&mut ref_epoch as *mut u64).cast(), 1, c.uint64, 0, comm);
+    // Per host: [epoch, offset bits, uncertainty bits], filled by its leader.
+    // (Rank 0 fills its host's slot 0.)
+    let mut mine = vec![0u64; 3 * hosts];
+    let me = as_index(rank);
+    let mut offset = 0.0;
+    if rank == 0 {
+        mine[0] = ref_epoch;
+        mine[1] = ClockMap::reference(ref_epoch).offset_ns.to_bits();
+        mine[2] = 0f64.to_bits();
+        for h in 1..hosts {
+            let l = as_rank(leader(h));
+            for _ in 0..ROUNDS {
+                let mut t: u64 = 0;
+                PMPI_Recv(
+                    (&mut t as *mut u64).cast(),
+                    1,
+                    c.uint64,
+                    l,
+                    21,
+                    comm,
+                    &mut st,
+                );
+                let t = now();
+                PMPI_Send((&t as *const u64).cast(), 1, c.uint64, l, 22, comm);
+            }
+        }
+    } else if leader(host_of[me]) == me {
+        let mut samples = Vec::with_capacity(ROUNDS);
+        for _ in 0..ROUNDS {
+            let sent = now();
+            PMPI_Send((&sent as *const u64).cast(), 1, c.uint64, 0, 21, comm);
+            let mut peer: u64 = 0;
+            PMPI_Recv(
+                (&mut peer as *mut u64).cast(),
+                1,
+                c.uint64,
+                0,
+                22,
+                comm,
+                &mut st,
+            );
+            samples.push(SyncSample {
+                sent,
+                peer,
+                received: now(),
+            });
+        }
+        if let Some(e) = estimate_offset(&samples) {
+            offset = e.offset_ns;
+            let m = ClockMap::from_offset(&e, ref_epoch, 0.0);
+            let h = host_of[me];
+            mine[3 * h] = m.epoch;
+            mine[3 * h + 1] = m.offset_ns.to_bits();
+            mine[3 * h + 2] = e.uncertainty_ns.to_bits();
+        }
     }
+    // Every rank's three words to every rank (pure data movement: no
+    // reduction operation reads the bit patterns); each host's are its
+    // leader's.
+    let mut all = vec![0u64; 3 * host_of.len()];
+    PMPI_Allgather(
+        mine[3 * host_of[me]..3 * host_of[me] + 3].as_ptr().cast(),
+        3,
+        c.uint64,
+        all.as_mut_ptr().cast(),
+        3,
+        c.uint64,
+        comm,
+    );
+    let l = leader(host_of[me]);
+    (
+        ClockMap {
+            epoch: all[3 * l],
+            offset_ns: f64::from_bits(all[3 * l + 1]),
+            rate: 0.0,
+        },
+        f64::from_bits(all[3 * l + 2]),
+        offset,
+    )
+}
+
+/// The wire format's version: 2 since departures travel as stamps
+/// (`loggp_core::clocks::Stamp`). Ranks of different builds must agree.
+const WIRE: u32 = 2;
+
+/// What must agree across ranks about the shim's build.
+fn build_id() -> String {
+    format!("loggp-shim {} wire {WIRE}", env!("CARGO_PKG_VERSION"))
+}
+
+fn build_hash() -> u64 {
+    build_id().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Ranks disagree on the shim's build or settings: one line, by rank 0,
+/// naming the first host (and rank) whose ranks differ from rank 0's and
+/// both descriptions; then every rank stops.
+unsafe fn settings_differ_exit(
+    c: &Consts,
+    comm: Comm,
+    rank: c_int,
+    size: c_int,
+    cfg: &Config,
+) -> ! {
+    const NI: c_int = 400;
+    const N: usize = NI as usize;
+    let describe = format!(
+        "{}, {}, collectives {:016x}",
+        build_id(),
+        cfg,
+        crate::coll::config_hash()
+    );
+    let mut mine = describe.into_bytes();
+    mine.resize(N, 0);
+    let n = usize::try_from(abi::MAX_PROCESSOR_NAME).unwrap_or(256);
+    let mut name = processor_name().into_bytes();
+    name.resize(n, 0);
+    let p = as_index(size);
+    let mut all = vec![0u8; N * p];
+    let mut names = vec![0u8; n * p];
+    PMPI_Allgather(
+        mine.as_ptr().cast(),
+        NI,
+        c.byte,
+        all.as_mut_ptr().cast(),
+        NI,
+        c.byte,
+        comm,
+    );
+    PMPI_Allgather(
+        name.as_ptr().cast(),
+        abi::MAX_PROCESSOR_NAME,
+        c.byte,
+        names.as_mut_ptr().cast(),
+        abi::MAX_PROCESSOR_NAME,
+        c.byte,
+        comm,
+    );
+    if rank == 0 {
+        let text = |v: &[u8]| {
+            String::from_utf8_lossy(v)
+                .trim_end_matches('\0')
+                .to_string()
+        };
+        let first = (1..p)
+            .find(|&r| all[N * r..N * r + N] != all[..N])
+            .unwrap_or(0);
+        log::line(&format!(
+            "the ranks on host {} (rank {first}) were started with a different shim build or              LOGGP_* settings than rank 0 on host {}: {} against {}; every rank must load the              same build with the same settings",
+            text(&names[n * first..n * first + n]),
+            text(&names[..n]),
+            text(&all[N * first..N * first + N]),
+            text(&all[..N])
+        ));
+    }
+    PMPI_Barrier(comm);
+    libc::_exit(1)
 }
 
 /// Before the real MPI_Finalize: finish buffered sends, write the report.

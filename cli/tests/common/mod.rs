@@ -462,7 +462,7 @@ impl Job {
 }
 
 /// No `LOGGP_*` or `LD_PRELOAD` from the caller; Open MPI allowed as root.
-fn clean_env(cmd: &mut Command) {
+pub fn clean_env(cmd: &mut Command) {
     for (k, _) in std::env::vars_os() {
         let k = k.to_string_lossy();
         if k.starts_with("LOGGP_") || k == "LD_PRELOAD" {

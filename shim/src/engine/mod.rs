@@ -327,6 +327,11 @@ impl Engine {
         }
     }
 
+    /// Ranks on several hosts: the gate reads departures as stamps.
+    pub fn set_hosts(&mut self, h: loggp_core::clocks::Hosts) {
+        self.state.cell.get_mut().gate.set_hosts(h);
+    }
+
     /// Subtracts the shim's own per-call costs from the o_s and o_r spins.
     pub fn set_own_costs(&mut self, send_ns: u64, recv_ns: u64) {
         self.o_s_spin = self.cfg.o_s.saturating_sub(send_ns);

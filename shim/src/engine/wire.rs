@@ -22,7 +22,9 @@ impl Header {
         Header {
             magic: MAGIC,
             flags: 0,
-            d,
+            // Across hosts: the job's reference time base, tagged with this
+            // host (the receiver's gate turns it back, `loggp_core::clocks`).
+            d: crate::clock::stamp(d),
         }
     }
     pub(super) fn write_to(&self, p: *mut u8) {

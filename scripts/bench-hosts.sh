@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Benchmark across hosts (issue 9) on the two-namespace test bed
+# (scripts/netns.sh; root): for each MPI, the realised L between the two
+# hosts (2 x 1 ranks, tests/progs/hosts.c, median of 500 ping-pongs) at
+# L = 1, 5, 20, 100 us against virtual time at zero in the same run, as the
+# half round trip and as each one-way time (read on the machine's one
+# clock), with and without loggp-h1's clock 3 ms ahead; the one-way error
+# under 50 ppm of drift after about 1 s and 60 s; and the start-up time at
+# P = 2 and 4 (LOGGP_LOG=info). Every job holds /tmp/loggp-mpi.lock.
+#
+#   scripts/bench-hosts.sh [openmpi|mpich ...]   (default: both; ~4 min)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/netns.sh up
+mpis=("$@")
+[ ${#mpis[@]} -gt 0 ] || mpis=(openmpi mpich)
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+job() { # mpi per_host h1_env prog_args... ; VARS from $vars
+  local mpi=$1 per=$2 h1=$3
+  shift 3
+  local opts=(-genv LD_PRELOAD "$PWD/target/release/libloggp-$mpi.so")
+  [ "$mpi" = openmpi ] && opts=(-x "LD_PRELOAD=$PWD/target/release/libloggp-$mpi.so")
+  for kv in $vars; do
+    if [ "$mpi" = openmpi ]; then opts+=(-x "$kv"); else opts+=(-genv "${kv%%=*}" "${kv#*=}"); fi
+  done
+  NETNS_H1_ENV="$h1" flock /tmp/loggp-mpi.lock timeout 300 \
+    scripts/netns-mpirun.sh "$mpi" "$per" $((2 * per)) "${opts[@]}" "$dir/hosts-$mpi" "$@" 2>&1
+}
+val() { grep -o "$1=[-0-9.]*" | head -1 | cut -d= -f2; }
+for mpi in "${mpis[@]}"; do
+  flags=(-O2)
+  [ "$mpi" = mpich ] && flags+=(-Wno-stringop-overflow)
+  "mpicc.$mpi" "${flags[@]}" -o "$dir/hosts-$mpi" tests/progs/hosts.c -lm
+  echo "== $mpi: realised L, off-node pair (2 hosts x 1 rank), median of 500, us"
+  printf '%-22s %6s %9s %9s %9s %9s\n' clock L_req half_rtt err_% fwd back
+  for h1 in "" "LOGGP_TEST_CLOCK=+3ms,0ppm"; do
+    vars="LOGGP_VT=on"
+    z=$(job "$mpi" 1 "$h1" 500)
+    zr=$(echo "$z" | val rtt1) zf=$(echo "$z" | val fwd1) zb=$(echo "$z" | val back1)
+    for l in 1 5 20 100; do
+      vars="LOGGP_L=${l}us"
+      o=$(job "$mpi" 1 "$h1" 500)
+      r=$(echo "$o" | val rtt1) f=$(echo "$o" | val fwd1) b=$(echo "$o" | val back1)
+      awk -v c="${h1:-same}" -v l="$l" -v r="$r" -v zr="$zr" -v f="$f" -v zf="$zf" -v b="$b" -v zb="$zb" \
+        'BEGIN { printf "%-22s %6s %9.3f %9.2f %9.3f %9.3f\n", substr(c, 1, 22), l, r - zr, 100 * (r - zr - l) / l, f - zf, b - zb }'
+    done
+  done
+  echo "== $mpi: one-way 0->1 with L=+20us and loggp-h1's clock drifting 50 ppm (first and last tenth of the run)"
+  for spec in "1000 1000" "3000 60000"; do
+    set -- $spec
+    vars="LOGGP_L=20us"
+    o=$(job "$mpi" 1 "LOGGP_TEST_CLOCK=0,50ppm" "$1" "$2")
+    echo "  over $(($2 / 1000)) s: fwd first $(echo "$o" | val first1) us, last $(echo "$o" | val last1) us, median back $(echo "$o" | val back1) us"
+  done
+  echo "== $mpi: start-up (LOGGP_LOG=info)"
+  for per in 1 2; do
+    vars="LOGGP_L=20us LOGGP_LOG=info"
+    o=$(job "$mpi" "$per" "" 20)
+    echo "  P=$((2 * per)): $(echo "$o" | grep -o 'start-up [0-9.]*ms' | head -1)"
+  done
+done
