@@ -128,10 +128,11 @@ impl HostJob {
         }
         all.extend(self.vars.iter().cloned());
         for (k, v) in all {
-            match self.mpi {
-                Mpi::OpenMpi => c.arg("-x").arg(format!("{k}={v}")),
-                Mpi::Mpich => c.arg("-genv").arg(k).arg(v),
-            };
+            if self.mpi.is_ompi() {
+                c.arg("-x").arg(format!("{k}={v}"));
+            } else {
+                c.arg("-genv").arg(k).arg(v);
+            }
         }
         c.arg(prog(self.mpi, &self.prog)).args(&self.args);
         clean_env(&mut c);
@@ -300,14 +301,14 @@ fn collectives(mpi: Mpi) {
     }
     retry(3, &what, || {
         let (o, marker) = match mpi {
-            Mpi::OpenMpi => (
+            Mpi::OpenMpi | Mpi::OpenMpi5 => (
                 HostJob::new(mpi, 2, "coll")
                     .vars(ALL_KNOBS)
                     .args(&["check"])
                     .run(),
                 "coll check: ok np=4",
             ),
-            Mpi::Mpich => (
+            Mpi::Mpich | Mpi::Mpich5 => (
                 HostJob::new(mpi, 2, "hosts")
                     .vars(&[("LOGGP_L", "2us")])
                     .args(&["20"])
