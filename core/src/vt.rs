@@ -455,6 +455,22 @@ mod tests {
     }
 
     #[test]
+    fn messages_that_came_together_are_delivered_together() {
+        // A Waitall saw two messages come at 17 us: both are delivered at
+        // 37 us. The second is reserved after the wait for the first, at
+        // 37 us; it still came at 17 us, not at 37 us.
+        let mut g = contention_gate();
+        assert_eq!(
+            g.reserve_seen(17_000, 10_000, 8, Seen::CameAt(17_000)),
+            37_000
+        );
+        assert_eq!(
+            g.reserve_seen(37_000, 10_500, 8, Seen::CameAt(17_000)),
+            37_000
+        );
+    }
+
+    #[test]
     fn message_that_arrived_during_computation_overlaps_l() {
         // Sent at 10 us; the receiver computed until 25 us and found it
         // there (a look before the wait saw it): L overlapped the

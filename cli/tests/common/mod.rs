@@ -546,13 +546,20 @@ impl Outcome {
         self
     }
 
-    /// The number after `key=` in the first stdout line that has one.
+    /// The number after `key=` in the first stdout line that has one. Only
+    /// the number's own characters count: a launcher may glue another
+    /// rank's output to it (MPICH 5's Hydra gave `..._min=0.350later: PASS`).
     pub fn value(&self, key: &str) -> Option<f64> {
         let pat = format!("{key}=");
         self.stdout
             .split_whitespace()
             .find_map(|w| w.strip_prefix(&pat))
-            .and_then(|v| v.parse::<f64>().ok())
+            .and_then(|v| {
+                let end = v
+                    .find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c)))
+                    .unwrap_or(v.len());
+                v[..end].parse::<f64>().ok()
+            })
     }
 
     /// Like `value`, panicking with the whole output when missing.

@@ -165,10 +165,10 @@ impl Engine {
         if !polled && self.uses_seen {
             // A blocking native Wait (else the loop above polled): is the
             // request complete already, or will it wait?
-            set_waited(!self.look(r));
+            set_waited(if self.look(r) { NOT_WAITED } else { CAME_NOW });
         }
         let rc = self.complete_one(req, &mut st);
-        set_waited(false);
+        set_waited(NOT_WAITED);
         if !abi::status_ignored(status) {
             st.copy_to(status);
         }
@@ -419,6 +419,9 @@ impl Engine {
             Vec::new()
         };
         let rc_native = PMPI_Waitall(as_int(len), rs.as_mut_ptr(), sts.as_mut_ptr());
+        // The messages it waited for came by the time it returned; the
+        // deliveries below may wait, and must not count from later.
+        let came = if self.uses_seen { now() } else { NOT_WAITED };
         // On MPI_ERR_IN_STATUS a request whose status says MPI_ERR_PENDING
         // was not completed: it stays as it is, ours included.
         let in_status = rc_native == abi::ERR_IN_STATUS;
@@ -458,9 +461,13 @@ impl Engine {
             } else {
                 abi::SUCCESS
             };
-            set_waited(absent.get(i).copied().unwrap_or(false));
+            set_waited(if absent.get(i).copied().unwrap_or(false) {
+                came
+            } else {
+                NOT_WAITED
+            });
             let rc = self.finish(&mut p, &mut sts[i], true, rc_i);
-            set_waited(false);
+            set_waited(NOT_WAITED);
             self.recycle(p);
             if !ok(rc) && ok(rc_i) {
                 if !in_status {

@@ -202,19 +202,27 @@ pub struct Engine {
 /// shim passes emulated time (`Engine::pass_time`).
 const PROGRESS_EVERY_NS: u64 = 1_000;
 
+/// `WAITED`: the message was there when the receiver asked (or nothing
+/// is known).
+pub(super) const NOT_WAITED: u64 = 0;
+/// `WAITED`: the receiver waited for it, and it came just now.
+pub(super) const CAME_NOW: u64 = u64::MAX;
+
 thread_local! {
-    /// True while this thread delivers what a blocking native call (Recv,
-    /// Wait, Waitall) completed that was not there when the call began
-    /// (a look into MPI just before found nothing): the gate then counts
-    /// the added L from now (`loggp_core::Seen`). Set only when that can
-    /// matter (`RecvGate::uses_seen`).
-    static WAITED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// What this thread saw of the message it is about to deliver: it
+    /// was there when the blocking native call (Recv, Wait, Waitall) that
+    /// completed it began (`NOT_WAITED`), or it was not, a look into MPI
+    /// just before found nothing, and it came when the call ended: at
+    /// that time, or `CAME_NOW`. The gate then counts the added L from
+    /// then (`loggp_core::Seen`). Set only when that can matter
+    /// (`RecvGate::uses_seen`).
+    static WAITED: std::cell::Cell<u64> = const { std::cell::Cell::new(NOT_WAITED) };
 }
 
-/// The delivery that follows comes from a blocking wait that found the
-/// message absent (`waited`) or present.
-pub(super) fn set_waited(waited: bool) {
-    WAITED.with(|c| c.set(waited));
+/// The delivery that follows comes from a blocking wait: `NOT_WAITED`,
+/// `CAME_NOW`, or the time the message came.
+pub(super) fn set_waited(w: u64) {
+    WAITED.with(|c| c.set(w));
 }
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();

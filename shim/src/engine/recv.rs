@@ -107,7 +107,7 @@ impl Engine {
                 // count matters only to a status the caller looks at.
                 let want = !abi::status_ignored(status);
                 let rc2 = self.finish_recv_as(&mut wire, &mut st_local, true, rc, false, want);
-                set_waited(false);
+                set_waited(NOT_WAITED);
                 if rc == abi::SUCCESS {
                     rc = rc2;
                 }
@@ -180,7 +180,7 @@ impl Engine {
         if self.uses_seen {
             let mut flag: c_int = 0;
             PMPI_Iprobe(src, tag, comm, &mut flag, status_ignore());
-            set_waited(flag == 0);
+            set_waited(if flag == 0 { CAME_NOW } else { NOT_WAITED });
         }
     }
 
@@ -202,7 +202,12 @@ impl Engine {
     /// spends o_r.
     pub(super) fn gate(&self, d: u64, payload: u64, block: bool) {
         let t = now();
-        let seen = Seen::of(self.uses_seen && WAITED.with(|c| c.get()), t);
+        let seen = match WAITED.with(|c| c.get()) {
+            _ if !self.uses_seen => Seen::Unknown,
+            NOT_WAITED => Seen::Unknown,
+            CAME_NOW => Seen::CameAt(t),
+            came => Seen::CameAt(came),
+        };
         let r = {
             let mut st = self.lock();
             st.recvs += 1;
