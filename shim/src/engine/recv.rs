@@ -107,7 +107,9 @@ impl Engine {
                 // count matters only to a status the caller looks at.
                 let want = !abi::status_ignored(status);
                 let rc2 = self.finish_recv_as(&mut wire, &mut st_local, true, rc, false, want);
-                set_waited(NOT_WAITED);
+                if self.uses_seen {
+                    set_waited(NOT_WAITED);
+                }
                 if rc == abi::SUCCESS {
                     rc = rc2;
                 }
@@ -202,11 +204,16 @@ impl Engine {
     /// spends o_r.
     pub(super) fn gate(&self, d: u64, payload: u64, block: bool) {
         let t = now();
-        let seen = match WAITED.with(|c| c.get()) {
-            _ if !self.uses_seen => Seen::Unknown,
-            NOT_WAITED => Seen::Unknown,
-            CAME_NOW => Seen::CameAt(t),
-            came => Seen::CameAt(came),
+        // At zero L and G nothing is looked at: no thread-local access on
+        // the message path.
+        let seen = if !self.uses_seen {
+            Seen::Unknown
+        } else {
+            match WAITED.with(|c| c.get()) {
+                NOT_WAITED => Seen::Unknown,
+                CAME_NOW => Seen::CameAt(t),
+                came => Seen::CameAt(came),
+            }
         };
         let r = {
             let mut st = self.lock();
