@@ -10,6 +10,7 @@ pub mod coll;
 pub mod config;
 pub mod fit;
 pub mod mpilib;
+pub mod oncemap;
 pub mod prtt;
 pub mod stash;
 pub mod stats;

@@ -94,6 +94,22 @@ impl Wire {
 /// that staging can be a memcpy instead of MPI_Pack.
 /// `size` is `dt`'s size, which every caller already has.
 pub(super) unsafe fn contiguous_bytes(dt: Datatype, count: c_int, size: u64) -> Option<usize> {
+    let v = super::type_facts(dt);
+    if v & super::NAMED != 0 {
+        if v & super::CONTIG == 0 {
+            return None;
+        }
+        return usize::try_from(size * u64::try_from(count).ok()?).ok();
+    }
+    contiguous_bytes_asked(dt, count, size)
+}
+
+/// `contiguous_bytes` by asking MPI.
+pub(super) unsafe fn contiguous_bytes_asked(
+    dt: Datatype,
+    count: c_int,
+    size: u64,
+) -> Option<usize> {
     let (mut lb, mut ext, mut tlb, mut text) = (0, 0, 0, 0);
     PMPI_Type_get_extent(dt, &mut lb, &mut ext);
     if lb != 0 || u64::try_from(ext).ok()? != size {
