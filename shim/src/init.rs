@@ -6,7 +6,7 @@ use crate::clock::now;
 use crate::engine::{self, Engine, Mode};
 use crate::log;
 use crate::real::*;
-use loggp_core::clocks::{estimate_offset, ClockMap, Hosts, SyncSample};
+use loggp_core::clocks::{estimate_offset, ClockMap, DriftCorrection, Hosts, SyncSample, REF_BASE};
 use loggp_core::config::LogLevel;
 use loggp_core::{Config, Transit};
 use std::ffi::{c_int, c_void};
@@ -212,8 +212,10 @@ pub unsafe fn after_init(cfg: Config) {
     let hosts_n = host_of.iter().max().map_or(1, |&h| h + 1);
     // Several hosts: synchronise the clocks first, so that the transit
     // measurement below reads departures in this rank's clock.
+    let mut epochs = Vec::new();
     let synced = if vt && hosts_n > 1 {
-        let (map, uncertainty, offset) = sync_clocks(&c, private, rank, &host_of);
+        let (map, uncertainty, offset, eps) = sync_clocks(&c, private, rank, &host_of);
+        epochs = eps;
         let h = Hosts {
             tag: host_of[as_index(rank)] as u64 + 1,
             map,
@@ -303,6 +305,10 @@ pub unsafe fn after_init(cfg: Config) {
     e.set_thread_level(provided);
     if let Some(h) = hosts {
         e.set_hosts(h);
+        e.set_drift(DriftCorrection::new(h.tag, &epochs));
+        let me = as_index(rank);
+        let first = host_of.iter().position(|&x| x == host_of[me]) == Some(me);
+        let _ = DRIFT_LOG.set((h.tag, hosts_n, first));
     }
     PMPI_Comm_dup(c.comm_self, &mut e.self_comm.0);
     e.progress_comm = SharedHandle(private);
@@ -753,13 +759,15 @@ unsafe fn host_indices(c: &Consts, comm: Comm, size: c_int) -> Vec<usize> {
 /// ping-pongs with rank 0, one host after the other (O(hosts) exchanges),
 /// and the best round trip decides (`loggp_core::clocks`). Every rank of a
 /// host gets that host's map, so ranks of one host agree exactly. Returns
-/// the map and its uncertainty (half the best round trip; 0 on rank 0's host).
+/// the map and its uncertainty (half the best round trip; 0 on rank 0's
+/// host), the offset measured here, and when each host's map was measured,
+/// on this rank's clock (what drift correction counts from).
 unsafe fn sync_clocks(
     c: &Consts,
     comm: Comm,
     rank: c_int,
     host_of: &[usize],
-) -> (ClockMap, f64, f64) {
+) -> (ClockMap, f64, f64, Vec<u64>) {
     const ROUNDS: usize = 100;
     let hosts = host_of.iter().max().map_or(1, |&h| h + 1);
     let leader = |h: usize| host_of.iter().position(|&x| x == h).unwrap_or(0);
@@ -842,20 +850,36 @@ unsafe fn sync_clocks(
     );
     lazy_wait(&mut req);
     let l = leader(host_of[me]);
-    (
-        ClockMap {
-            epoch: all[3 * l],
-            offset_ns: f64::from_bits(all[3 * l + 1]),
-            rate: 0.0,
-        },
-        f64::from_bits(all[3 * l + 2]),
-        offset,
-    )
+    let map = ClockMap {
+        epoch: all[3 * l],
+        offset_ns: f64::from_bits(all[3 * l + 1]),
+        rate: 0.0,
+    };
+    // Host h's epoch in the reference time base is its epoch through its
+    // map (REF_BASE for rank 0's host), then on this clock through ours.
+    let epochs = (0..hosts)
+        .map(|h| {
+            let lh = leader(h);
+            let m = ClockMap {
+                epoch: all[3 * lh],
+                offset_ns: f64::from_bits(all[3 * lh + 1]),
+                rate: 0.0,
+            };
+            let r = if h == 0 { REF_BASE } else { m.to_ref(m.epoch) };
+            map.to_local(r)
+        })
+        .collect();
+    (map, f64::from_bits(all[3 * l + 2]), offset, epochs)
 }
 
+/// Across hosts: this rank's host tag, the number of hosts, and whether
+/// it is its host's first rank (which reports the drift at the end).
+static DRIFT_LOG: OnceLock<(u64, usize, bool)> = OnceLock::new();
+
 /// The wire format's version: 2 since departures travel as stamps
-/// (`loggp_core::clocks::Stamp`). Ranks of different builds must agree.
-const WIRE: u32 = 2;
+/// (`loggp_core::clocks::Stamp`), 3 since the header's second word is the
+/// hand-off lag. Ranks of different builds must agree.
+const WIRE: u32 = 3;
 
 /// What must agree across ranks about the shim's build.
 fn build_id() -> String {
@@ -945,6 +969,18 @@ pub unsafe fn before_finalize() {
         e.flush_bsends();
     }
     engine::deactivate();
+    if let Some(&(tag, n, true)) = DRIFT_LOG.get().filter(|_| e.cfg.log >= LogLevel::Info) {
+        let rates: Vec<String> = (1..=n as u64)
+            .filter(|&t| t != tag)
+            .map(|t| format!("host {}'s {:+.2}ppm", t - 1, e.drift_rate(t) * 1e6))
+            .collect();
+        log::line(&format!(
+            "host {} (rank {}): drift corrected on departures from {}",
+            processor_name(),
+            e.rank,
+            rates.join(", ")
+        ));
+    }
     if e.cfg.log >= LogLevel::Debug {
         let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
         let k = &e.counters;
