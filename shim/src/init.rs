@@ -969,7 +969,10 @@ pub unsafe fn before_finalize() {
         e.flush_bsends();
     }
     engine::deactivate();
-    if let Some(&(tag, n, true)) = DRIFT_LOG.get().filter(|_| e.cfg.log >= LogLevel::Info) {
+    let drift_log = DRIFT_LOG.get().filter(|&&(_, _, first)| {
+        e.cfg.log >= LogLevel::Debug || (first && e.cfg.log >= LogLevel::Info)
+    });
+    if let Some(&(tag, n, _)) = drift_log {
         let rates: Vec<String> = (1..=n as u64)
             .filter(|&t| t != tag)
             .map(|t| format!("host {}'s {:+.2}ppm", t - 1, e.drift_rate(t) * 1e6))
