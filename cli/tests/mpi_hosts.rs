@@ -14,6 +14,10 @@
 //!   direction what it takes from the other;
 //! - the same with `LOGGP_TEST_CLOCK=+3ms,0ppm` on `loggp-h1` only (its
 //!   ranks' shim sees a clock 3 ms ahead);
+//! - clocks drifting while the job runs: `LOGGP_TEST_CLOCK=+3ms,200ppm` on
+//!   `loggp-h1`, ping-pongs spread over 4 s; in the last tenth of the run
+//!   (over 3.6 s in, 720 us of drift uncorrected) each one-way time with
+//!   `L=+20us` is 10 to 30 us above the same job at zero without drift;
 //! - a collective check at 4 ranks;
 //! - a host whose ranks have other `LOGGP_*` settings stops the job at
 //!   MPI_Init with one line naming it.
@@ -287,6 +291,62 @@ fn latency_with_a_host_3ms_ahead_openmpi() {
 #[test]
 fn latency_with_a_host_3ms_ahead_mpich() {
     latency(Mpi::Mpich, 1, "LOGGP_TEST_CLOCK=+3ms,0ppm");
+}
+
+/// Drift while running: loggp-h1's clock runs 200 ppm fast (and 3 ms
+/// ahead) as its ranks' shim sees it. Start-up synchronises the offset; the
+/// drift after it only the running correction takes off: uncorrected, the
+/// reply 1 → 0 of the last tenth of a 4 s run would come ~720 us late (the
+/// gate reads its departure that much later), and the ping 0 → 1 would lose
+/// its L wherever the receiver did not wait. Compared with virtual time at
+/// zero on undrifted clocks, both one-way times of the last tenth must show
+/// L = 20 us within 10 us.
+fn drift(mpi: Mpi) {
+    let what = format!("200 ppm of drift on loggp-h1, 2 x 1, {}", mpi.name());
+    if !ready(&what) {
+        return;
+    }
+    retry(3, &what, || {
+        let job = |vars: &[(&str, &str)], h1: &str| {
+            let o = HostJob::new(mpi, 1, "hosts")
+                .vars(vars)
+                .h1_env(h1)
+                .args(&["400", "4000"])
+                .run();
+            if o.success() && o.stdout.contains("hosts: PASS") {
+                Ok(o)
+            } else {
+                Err(format!("{vars:?} {h1}: failed\n{}", o.describe()))
+            }
+        };
+        let zero = job(&[("LOGGP_VT", "on")], "")?;
+        let l = job(&[("LOGGP_L", "+20us")], "LOGGP_TEST_CLOCK=+3ms,200ppm")?;
+        let mut detail = Vec::new();
+        for key in ["last1", "lastb1"] {
+            let (z, v) = (zero.num(key), l.num(key));
+            let added = v - z;
+            detail.push(format!("{key}: {z:.2} -> {v:.2} us (+{added:.2})"));
+            if !(10.0..=30.0).contains(&added) {
+                return Err(format!(
+                    "last tenth of a 4 s run, one-way {}: {z:.3} us at VT zero, {v:.3} us with \
+                     L=+20us and 200 ppm of drift: added {added:.3} us, expected 10 to 30\n{}",
+                    if key == "last1" { "0 -> 1" } else { "1 -> 0" },
+                    l.describe()
+                ));
+            }
+        }
+        Ok(detail.join("; "))
+    });
+}
+
+#[test]
+fn drift_while_running_openmpi() {
+    drift(Mpi::OpenMpi);
+}
+
+#[test]
+fn drift_while_running_mpich() {
+    drift(Mpi::Mpich);
 }
 
 /// A collective check at 4 ranks on 2 hosts: Open MPI runs the

@@ -16,9 +16,16 @@
 //! * a sender writes its departure in the reference time base, tagged with
 //!   its host ([`Stamp`]); the receiver turns it back into its own clock and
 //!   picks the native transit of the pair's class (same host, other host);
-//! * a [`DriftFit`] takes the offsets found by repeated checks and fits
-//!   offset and rate (least squares over the checks, each weighted by its
-//!   precision), so that drift of tens of ppm does not accumulate.
+//! * drift is taken off by each receiver, per sending host, from the
+//!   messages it gets ([`DriftCorrection`], [`SkewTrack`]): the lower
+//!   envelope of one-way times (receipt minus hand-off through the maps)
+//!   is a line whose slope is the two clocks' relative drift; departures
+//!   are moved by that slope times the time since the maps were measured.
+//!   Nothing extra travels: the header says how long before the virtual
+//!   departure the message was handed to MPI, so that the envelope is
+//!   never pulled down by `g_s`, `G` or a full send queue. (A [`DriftFit`]
+//!   of repeated synchronisations, the other way, is not used: it needs
+//!   rank 0 to answer while the application runs.)
 //!
 //! Why not learn, per peer, the minimum of `local completion − d` (the
 //! other way)? `d` is a *virtual* departure: under `g_s`, `G` or a full
@@ -199,6 +206,310 @@ impl DriftFit {
             offset_ns: off,
             rate,
         })
+    }
+}
+
+/// Window of the first minima of a [`SkewTrack`], ns.
+pub const FIRST_WINDOW_NS: u64 = 10_000_000;
+/// Window minima a track keeps; beyond, neighbours merge and the window
+/// doubles, so that a track spans the whole run in bounded memory.
+const WINDOWS: usize = 32;
+/// Fewest window minima a fit is made from.
+const MIN_WINDOWS: usize = 4;
+/// Larger rates are not clocks' (real ones drift by tens of ppm; the test
+/// aid by at most 1000 ppm): such a fit is left unused.
+pub const MAX_RATE: f64 = 2e-3;
+/// Message size classes with a track of their own (powers of four).
+const SIZE_CLASSES: usize = 12;
+
+/// The lower envelope of one-way delays from one sending host over the
+/// receiver's time, and its slope: the drift of the sender's clock map
+/// against the receiver's.
+///
+/// A sample is `y = arrival − departure`, both on the receiver's clock
+/// (the departure through the start-up map): the native transit, plus
+/// whatever queueing and lateness of the receiver added (never less), plus
+/// the maps' error, which drift makes grow linearly. The samples' lower
+/// envelope is therefore a line whose slope is the drift: samples that
+/// came late (a busy receiver, a first connection) lie above it and do not
+/// move it. The line is the one of Moon, Skelly and Towsley ("Estimation
+/// and removal of clock skew from network delay measurements", INFOCOM
+/// 1999): below every point, as close to them as possible on the whole
+/// (minimum of Σ (yᵢ − a − b·xᵢ)), which is the edge of the points' lower
+/// convex hull above their mean x. The points are the lowest samples of
+/// windows of the receiver's time (10 ms at first, doubling to keep 32;
+/// lowest against the current slope), so that the cost per sample is a
+/// comparison and memory stays bounded.
+#[derive(Clone, Debug, Default)]
+pub struct SkewTrack {
+    /// Receiver time of the first sample; windows are aligned to it.
+    origin: Option<u64>,
+    width: u64,
+    /// The open window: its index and its minimum `(x, y)` (x from origin).
+    open: Option<(u64, f64, f64)>,
+    /// Closed windows' minima, in order of x.
+    closed: Vec<(f64, f64)>,
+    fit: Option<SkewFit>,
+}
+
+/// A track's line: slope, the typical height of window minima above it
+/// (its noise), and the time the fitted minima span, ns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SkewFit {
+    pub rate: f64,
+    pub noise_ns: f64,
+    pub span_ns: f64,
+}
+
+impl SkewTrack {
+    pub fn new() -> SkewTrack {
+        SkewTrack {
+            width: FIRST_WINDOW_NS,
+            ..SkewTrack::default()
+        }
+    }
+
+    /// One sample: one-way time `y` (ns, any sign) observed at receiver time
+    /// `at`. True when the fit was renewed (a window closed).
+    pub fn add(&mut self, at: u64, y: f64) -> bool {
+        let origin = *self.origin.get_or_insert(at);
+        if self.width == 0 {
+            self.width = FIRST_WINDOW_NS;
+        }
+        let dx = at.saturating_sub(origin);
+        let k = dx / self.width;
+        let x = dx as f64;
+        match self.open {
+            Some((w, mx, my)) if w == k => {
+                if y - self.tilt() * x < my - self.tilt() * mx {
+                    self.open = Some((w, x, y));
+                }
+                false
+            }
+            Some((_, ox, oy)) => {
+                self.closed.push((ox, oy));
+                self.open = Some((k, x, y));
+                if self.closed.len() > WINDOWS {
+                    self.merge();
+                    let kk = dx / self.width;
+                    if let Some(o) = self.open.as_mut() {
+                        o.0 = kk;
+                    }
+                }
+                self.fit = lower_envelope(&self.closed);
+                true
+            }
+            None => {
+                self.open = Some((k, x, y));
+                false
+            }
+        }
+    }
+
+    /// Doubles the window: of the minima that now share one, the lowest.
+    fn merge(&mut self) {
+        self.width *= 2;
+        let w = self.width as f64;
+        let tilt = self.tilt();
+        let mut out: Vec<(f64, f64)> = Vec::with_capacity(WINDOWS);
+        for &(x, y) in &self.closed {
+            match out.last_mut() {
+                Some(last) if (last.0 / w).floor() == (x / w).floor() => {
+                    if y - tilt * x < last.1 - tilt * last.0 {
+                        *last = (x, y);
+                    }
+                }
+                _ => out.push((x, y)),
+            }
+        }
+        self.closed = out;
+    }
+
+    /// The slope a window's lowest sample is judged by: the current
+    /// fit's. Where the drift over a window exceeds the jitter, the
+    /// plainly lowest sample sits at the window's edge and is as noisy as
+    /// one sample; the lowest above the tilted line is the best of all.
+    fn tilt(&self) -> f64 {
+        self.fit.map_or(0.0, |f| f.rate)
+    }
+
+    /// The current line, once at least four windows have closed.
+    pub fn fit(&self) -> Option<SkewFit> {
+        self.fit
+    }
+}
+
+/// Moon et al.'s line under `points` (sorted by x): the lower hull's edge
+/// over the mean x. `None` for fewer than [`MIN_WINDOWS`] points or no
+/// spread in x.
+fn lower_envelope(points: &[(f64, f64)]) -> Option<SkewFit> {
+    if points.len() < MIN_WINDOWS {
+        return None;
+    }
+    // Andrew's monotone chain, lower half.
+    let mut hull: Vec<(f64, f64)> = Vec::with_capacity(points.len());
+    for &p in points {
+        while hull.len() >= 2 {
+            let (a, b) = (hull[hull.len() - 2], hull[hull.len() - 1]);
+            let cross = (b.0 - a.0) * (p.1 - a.1) - (b.1 - a.1) * (p.0 - a.0);
+            if cross <= 0.0 {
+                hull.pop();
+            } else {
+                break;
+            }
+        }
+        hull.push(p);
+    }
+    let span = points[points.len() - 1].0 - points[0].0;
+    if hull.len() < 2 || span <= 0.0 {
+        return None;
+    }
+    let mean = points.iter().map(|p| p.0).sum::<f64>() / points.len() as f64;
+    let i = hull
+        .windows(2)
+        .position(|e| e[1].0 >= mean)
+        .unwrap_or(hull.len() - 2);
+    let (a, b) = (hull[i], hull[i + 1]);
+    if b.0 <= a.0 {
+        return None;
+    }
+    let rate = (b.1 - a.1) / (b.0 - a.0);
+    let mut res: Vec<f64> = points
+        .iter()
+        .map(|p| p.1 - (a.1 + rate * (p.0 - a.0)))
+        .collect();
+    res.sort_by(f64::total_cmp);
+    Some(SkewFit {
+        rate,
+        noise_ns: res[res.len() / 2].max(0.0),
+        span_ns: span,
+    })
+}
+
+/// Drift correction on the receiving side, per sending host: each host's
+/// departures, read through the start-up maps, are moved by `rate · (t −
+/// t₀)`, where the rate is its [`SkewTrack`]s' (one per class of message
+/// size, so that a change of sizes does not read as drift; the track
+/// spanning the longest time decides) and `t₀` the instant at which the
+/// maps of the two hosts were measured, so that the start-up offset is
+/// kept and only what the clocks drifted since is taken off. Nothing is
+/// exchanged: each receiver learns from the messages it gets.
+///
+/// A rate is first used once the drift it implies over its span stands
+/// out of the minima's noise (twice over), so that a short or noisy start
+/// does not tilt the clocks of an undrifting pair; from then on every new
+/// fit is used, each spanning more time than the last.
+#[derive(Clone, Debug, Default)]
+pub struct DriftCorrection {
+    own: u64,
+    peers: Vec<PeerDrift>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct PeerDrift {
+    t0: u64,
+    tracks: Vec<SkewTrack>,
+    rate: f64,
+    used: bool,
+}
+
+impl DriftCorrection {
+    /// `own`: this rank's host tag; `epochs[tag − 1]`: when host `tag`'s
+    /// map was measured, on this rank's clock (the reference host's: when
+    /// its base was set).
+    pub fn new(own: u64, epochs: &[u64]) -> DriftCorrection {
+        let mine = own
+            .checked_sub(1)
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| epochs.get(i))
+            .copied()
+            .unwrap_or(0);
+        let peers = epochs
+            .iter()
+            .enumerate()
+            .map(|(i, &e)| {
+                let tag = i as u64 + 1;
+                // The reference's map has no error: a pair with it drifts
+                // from the other host's measurement; two other hosts from
+                // between theirs.
+                let t0 = if tag == 1 {
+                    mine
+                } else if own == 1 {
+                    e
+                } else {
+                    mine / 2 + e / 2 + (mine % 2 + e % 2) / 2
+                };
+                PeerDrift {
+                    t0,
+                    ..PeerDrift::default()
+                }
+            })
+            .collect();
+        DriftCorrection { own, peers }
+    }
+
+    fn peer(&self, tag: u64) -> Option<&PeerDrift> {
+        if tag == self.own || tag == 0 {
+            return None;
+        }
+        self.peers.get(usize::try_from(tag - 1).ok()?)
+    }
+
+    /// A message of `bytes` bytes from host `tag`, handed to MPI at `sent`
+    /// (through the start-up map, on this clock), seen here at `at`;
+    /// `transit` is the native transit expected for its size (it only
+    /// flattens the sizes within one class).
+    pub fn observe(&mut self, tag: u64, at: u64, sent: u64, transit: f64, bytes: u64) {
+        if tag == self.own || tag == 0 {
+            return;
+        }
+        let Some(p) = usize::try_from(tag - 1)
+            .ok()
+            .and_then(|i| self.peers.get_mut(i))
+        else {
+            return;
+        };
+        let class = ((63 - bytes.max(1).leading_zeros()) / 2) as usize;
+        let class = class.min(SIZE_CLASSES - 1);
+        if p.tracks.len() <= class {
+            p.tracks.resize_with(class + 1, SkewTrack::new);
+        }
+        let y = at as f64 - sent as f64 - transit;
+        if !p.tracks[class].add(at, y) {
+            return;
+        }
+        let best = p
+            .tracks
+            .iter()
+            .filter_map(|t| t.fit())
+            .filter(|f| f.rate.abs() <= MAX_RATE)
+            .max_by(|a, b| a.span_ns.total_cmp(&b.span_ns));
+        if let Some(f) = best {
+            if p.used || f.rate.abs() * f.span_ns >= 2.0 * f.noise_ns.max(1.0) {
+                p.used = true;
+                p.rate = f.rate;
+            }
+        }
+    }
+
+    /// The drift rate in use for host `tag` (0 until known).
+    pub fn rate(&self, tag: u64) -> f64 {
+        self.peer(tag).map_or(0.0, |p| p.rate)
+    }
+
+    /// A departure of host `tag` read through the start-up maps →
+    /// corrected for the drift since.
+    pub fn correct(&self, tag: u64, local: u64) -> u64 {
+        match self.peer(tag) {
+            // The rate is per ns of this clock, and the true departure on
+            // it, `local + c`, is where it applies: c = rate·(local + c −
+            // t₀) (100 ppm evaluated at `local` alone errs by 10 µs an hour).
+            Some(p) if p.rate != 0.0 => add_signed(
+                local,
+                p.rate * (local as f64 - p.t0 as f64) / (1.0 - p.rate),
+            ),
+            _ => local,
+        }
     }
 }
 
@@ -534,6 +845,212 @@ mod tests {
             // rate of reference − local = −ppm/(1+ppm) per local ns
             assert!((r + ppm * 1e-6).abs() < 1e-7, "rate {r} for {ppm} ppm");
         }
+    }
+
+    /// A simulated hour of traffic between the reference host and a host
+    /// of clock `local`, synchronised at start-up: a ping-pong every
+    /// 20 ms, paths `out` (local → reference) and `back` with up to 3 µs of
+    /// jitter, one sample in three seen up to 50 µs late (a busy receiver),
+    /// and, with `late_first`, every message of the first 2 s 2 ms late.
+    /// Returns, per direction, the largest change of the departure-mapping
+    /// error after the first 10 s against the error left by start-up (ns),
+    /// with correction and without, and the rate each side learned.
+    fn hour(local: Clock, out: f64, back: f64, late_first: bool) -> ([f64; 2], [f64; 2], [f64; 2]) {
+        let reference = Clock {
+            offset: 0.0,
+            ppm: 0.0,
+        };
+        let ref_epoch = reference.read(0.0);
+        let rmap = ClockMap::reference(ref_epoch);
+        let mut rng = Lcg(17);
+        let s = pingpongs(local, reference, 1e6, 40, out, back, 3_000.0, 0, &mut rng);
+        let est = estimate_offset(&s).unwrap();
+        let lmap = ClockMap::from_offset(&est, ref_epoch, 0.0);
+        // Each side's view of when each host's map was measured.
+        let ep_local_in_ref = rmap.to_local(lmap.to_ref(est.at));
+        let mut at_ref = DriftCorrection::new(1, &[ref_epoch, ep_local_in_ref]);
+        let mut at_local = DriftCorrection::new(2, &[lmap.to_local(REF_BASE), est.at]);
+        // Error left by start-up, each direction (what correction keeps).
+        let t_sync = 1e6;
+        let e0 = [
+            transfer_error((&local, &lmap), (&reference, &rmap), t_sync),
+            transfer_error((&reference, &rmap), (&local, &lmap), t_sync),
+        ];
+        let (mut worst, mut unfixed) = ([0f64; 2], [0f64; 2]);
+        let mut t = 2e8; // traffic begins after 0.2 s of start-up
+        while t < 3.6e12 {
+            for dir in 0..2 {
+                let (sc, sm, rc, rm, path) = if dir == 0 {
+                    (&local, &lmap, &reference, &rmap, out)
+                } else {
+                    (&reference, &rmap, &local, &lmap, back)
+                };
+                let mut delay = path + 3_000.0 * rng.next();
+                if late_first && t < 2e9 {
+                    delay += 2e6;
+                }
+                if rng.next() < 1.0 / 3.0 {
+                    delay += 50_000.0 * rng.next();
+                }
+                let sent = sc.read(t);
+                let mapped = rm.to_local(sm.to_ref(sent));
+                let at = rc.read(t + delay);
+                let (corr, tag) = if dir == 0 {
+                    (&mut at_ref, 2)
+                } else {
+                    (&mut at_local, 1)
+                };
+                corr.observe(tag, at, mapped, 0.0, 8);
+                let fixed = corr.correct(tag, mapped) as f64 - rc.read(t) as f64;
+                let raw = mapped as f64 - rc.read(t) as f64;
+                if t > 1e10 {
+                    worst[dir] = worst[dir].max((fixed - e0[dir]).abs());
+                    unfixed[dir] = unfixed[dir].max((raw - e0[dir]).abs());
+                }
+            }
+            t += 2e7;
+        }
+        (worst, unfixed, [at_ref.rate(2), at_local.rate(1)])
+    }
+
+    #[test]
+    fn drift_of_100_ppm_is_learned_from_messages_over_an_hour() {
+        for (off, ppm) in [(1e9, 100.0), (-1e9, -100.0), (1e9, -100.0), (-1e9, 50.0)] {
+            let local = Clock { offset: off, ppm };
+            let (worst, unfixed, rate) = hour(local, 10_000.0, 10_000.0, false);
+            for dir in 0..2 {
+                // Uncorrected, an hour of drift: ppm · 3600 s.
+                assert!(unfixed[dir] > ppm.abs() * 3.6e6 * 0.9, "{unfixed:?}");
+                // Within a third of the paths' jitter (3 µs).
+                assert!(worst[dir] < 1_000.0, "off {off} ppm {ppm}: {worst:?} ns");
+            }
+            // A fast local clock: its departures read late at the reference
+            // (one-way times shrink, rate −ppm), the reference's read early
+            // on it (+ppm, per local ns).
+            assert!((rate[0] + ppm * 1e-6).abs() < 3e-8, "{rate:?}");
+            assert!((rate[1] - ppm * 1e-6).abs() < 3e-8, "{rate:?}");
+        }
+    }
+
+    #[test]
+    fn asymmetric_paths_keep_the_start_up_error_and_no_more() {
+        // 30 µs out, 10 µs back: start-up is off by 10 µs (half the
+        // asymmetry, as Cristian's method must be); drift adds nothing.
+        let local = Clock {
+            offset: -1e9,
+            ppm: 100.0,
+        };
+        let (worst, _, _) = hour(local, 30_000.0, 10_000.0, false);
+        assert!(worst.iter().all(|&w| w < 1_000.0), "{worst:?}");
+    }
+
+    #[test]
+    fn a_peer_whose_first_messages_come_late() {
+        let local = Clock {
+            offset: 1e9,
+            ppm: -100.0,
+        };
+        let (worst, _, rate) = hour(local, 10_000.0, 10_000.0, true);
+        assert!(worst.iter().all(|&w| w < 1_000.0), "{worst:?}");
+        assert!((rate[0] - 1e-4).abs() < 3e-8, "{rate:?}");
+    }
+
+    #[test]
+    fn clocks_that_do_not_drift_are_left_alone() {
+        let local = Clock {
+            offset: 1e9,
+            ppm: 0.0,
+        };
+        let (worst, _, rate) = hour(local, 10_000.0, 10_000.0, true);
+        assert!(worst.iter().all(|&w| w < 1_000.0), "{worst:?}");
+        assert!(rate.iter().all(|r| r.abs() < 1e-8), "{rate:?}");
+    }
+
+    #[test]
+    fn a_change_of_message_sizes_is_not_drift() {
+        // Host 2's messages: 8 B for 10 s, then 1 MiB (transit 300 µs more,
+        // unknown to the caller: transit passed as 0): no drift.
+        let mut c = DriftCorrection::new(1, &[0, 0]);
+        let mut t = 1_000_000u64;
+        while t < 60_000_000_000 {
+            let (bytes, y) = if t < 10_000_000_000 {
+                (8, 10_000)
+            } else {
+                (1 << 20, 310_000)
+            };
+            c.observe(2, t + y, t, 0.0, bytes);
+            t += 5_000_000;
+        }
+        assert!(c.rate(2).abs() < 1e-9, "{}", c.rate(2));
+        assert_eq!(c.correct(2, 5_000_000_000), 5_000_000_000);
+        // Its own host and unknown hosts: never corrected.
+        assert_eq!(c.rate(1), 0.0);
+        c.observe(9, 10, 5, 0.0, 8);
+        assert_eq!(c.correct(9, 77), 77);
+    }
+
+    #[test]
+    fn the_gate_learns_drift_from_hand_off_times_not_virtual_departures() {
+        use crate::config::Config;
+        use crate::vt::RecvGate;
+        // Host 2 drifts 100 ppm fast against host 1 (the reference, this
+        // gate's), maps measured at 0; its virtual departures lie up to
+        // 200 µs after the hand-off (a send queue under g_s) and say so.
+        let near = Transit::from_points(&[(8, 1_000.0), (1 << 20, 100_000.0)]);
+        let far = Transit::from_points(&[(8, 20_000.0), (1 << 20, 900_000.0)]);
+        let there = Clock {
+            offset: 0.0,
+            ppm: 100.0,
+        };
+        let h2 = Hosts {
+            tag: 2,
+            map: ClockMap::from_offset(
+                &OffsetEstimate {
+                    at: there.read(0.0),
+                    offset_ns: -(there.read(0.0) as f64 - 5e12),
+                    uncertainty_ns: 0.0,
+                },
+                5_000_000_000_000,
+                0.0,
+            ),
+            other_host: Some(far),
+        };
+        let here = Clock {
+            offset: 0.0,
+            ppm: 0.0,
+        };
+        let h1 = Hosts {
+            tag: 1,
+            map: ClockMap::reference(here.read(0.0)),
+            other_host: Some(far),
+        };
+        let mut gate = RecvGate::new(&Config::default(), near);
+        gate.set_hosts(h1);
+        gate.set_drift(DriftCorrection::new(1, &[here.read(0.0), here.read(0.0)]));
+        let mut rng = Lcg(9);
+        let mut t = 1e8;
+        let mut last_err = f64::NAN;
+        while t < 60e9 {
+            let lag = u32::try_from(units::round_ns(200_000.0 * rng.next())).unwrap();
+            let d = there.read(t) + u64::from(lag);
+            let at = here.read(t + 20_000.0 + 2_000.0 * rng.next());
+            gate.observe(at, h2.stamp(d), lag, 8);
+            // What the gate makes of a departure at t: on this clock, t.
+            last_err =
+                gate.arrival(h2.stamp(there.read(t)), 8) as f64 - 20_000.0 - here.read(t) as f64;
+            t += 1e7;
+        }
+        assert!(
+            (gate.drift_rate(2) + 1e-4).abs() < 1e-7,
+            "{}",
+            gate.drift_rate(2)
+        );
+        assert!(last_err.abs() < 1_000.0, "{last_err}");
+        // Without correction the error would be 100 ppm of a minute: 6 ms.
+        let mut plain = RecvGate::new(&Config::default(), near);
+        plain.set_hosts(h1);
+        let raw = plain.arrival(h2.stamp(there.read(t)), 8) as f64 - 20_000.0 - here.read(t) as f64;
+        assert!(raw.abs() > 5e6, "{raw}");
     }
 
     #[test]

@@ -233,6 +233,9 @@ pub struct RecvGate {
     /// Across hosts: stamps to this rank's clock, and the other-host
     /// transit (`crate::clocks`). `None` on one host.
     hosts: Option<crate::clocks::Hosts>,
+    /// Across hosts: the drift of each host's clock since start-up, learned
+    /// from the messages that come (`crate::clocks::DriftCorrection`).
+    drift: Option<crate::clocks::DriftCorrection>,
 }
 
 impl RecvGate {
@@ -245,6 +248,7 @@ impl RecvGate {
             last_delivery: None,
             min_one_way: u64::MAX,
             hosts: None,
+            drift: None,
         }
     }
 
@@ -252,6 +256,36 @@ impl RecvGate {
     /// reference time base ([`crate::clocks::Hosts`]).
     pub fn set_hosts(&mut self, hosts: crate::clocks::Hosts) {
         self.hosts = Some(hosts);
+    }
+
+    /// Across hosts: corrects departures for the drift of the clocks since
+    /// start-up, as [`observe`](Self::observe) learns it.
+    pub fn set_drift(&mut self, drift: crate::clocks::DriftCorrection) {
+        self.drift = Some(drift);
+    }
+
+    /// The drift rate in use for the host whose tag is `tag`.
+    pub fn drift_rate(&self, tag: u64) -> f64 {
+        self.drift.as_ref().map_or(0.0, |d| d.rate(tag))
+    }
+
+    /// Across hosts, a message from another host seen at `at` (on this
+    /// clock; no earlier than it natively arrived): departure stamp `d`,
+    /// handed to MPI `lag` ns before `d` (a virtual departure lies later
+    /// than the hand-off under g_s, G or a full send queue; `u32::MAX`:
+    /// unknown, no sample). Feeds the drift correction.
+    pub fn observe(&mut self, at: u64, d: u64, lag: u32, bytes: u64) {
+        let (Some(h), Some(drift)) = (&self.hosts, self.drift.as_mut()) else {
+            return;
+        };
+        let (tag, _) = crate::clocks::Stamp::decode(d);
+        if tag == h.tag || tag == 0 || lag == u32::MAX {
+            return;
+        }
+        let (local, transit) = h.departure(d);
+        let transit = transit.unwrap_or(&self.transit).of(bytes);
+        let sent = local.saturating_sub(u64::from(lag));
+        drift.observe(tag, at, sent, transit, bytes);
     }
 
     /// Virtual arrival `a` of a message that departed at `d`.
@@ -264,8 +298,12 @@ impl RecvGate {
     fn local(&self, d: u64) -> (u64, &Transit) {
         match &self.hosts {
             Some(h) => {
-                let (d, other) = h.departure(d);
-                (d, other.unwrap_or(&self.transit))
+                let (local, other) = h.departure(d);
+                let local = match &self.drift {
+                    Some(drift) => drift.correct(crate::clocks::Stamp::decode(d).0, local),
+                    None => local,
+                };
+                (local, other.unwrap_or(&self.transit))
             }
             None => (d, &self.transit),
         }

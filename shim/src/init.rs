@@ -6,7 +6,7 @@ use crate::clock::now;
 use crate::engine::{self, Engine, Mode};
 use crate::log;
 use crate::real::*;
-use loggp_core::clocks::{estimate_offset, ClockMap, Hosts, SyncSample};
+use loggp_core::clocks::{estimate_offset, ClockMap, DriftCorrection, Hosts, SyncSample, REF_BASE};
 use loggp_core::config::LogLevel;
 use loggp_core::{Config, Transit};
 use std::ffi::{c_int, c_void};
@@ -212,8 +212,10 @@ pub unsafe fn after_init(cfg: Config) {
     let hosts_n = host_of.iter().max().map_or(1, |&h| h + 1);
     // Several hosts: synchronise the clocks first, so that the transit
     // measurement below reads departures in this rank's clock.
+    let mut epochs = Vec::new();
     let synced = if vt && hosts_n > 1 {
-        let (map, uncertainty, offset) = sync_clocks(&c, private, rank, &host_of);
+        let (map, uncertainty, offset, eps) = sync_clocks(&c, private, rank, &host_of);
+        epochs = eps;
         let h = Hosts {
             tag: host_of[as_index(rank)] as u64 + 1,
             map,
@@ -303,6 +305,10 @@ pub unsafe fn after_init(cfg: Config) {
     e.set_thread_level(provided);
     if let Some(h) = hosts {
         e.set_hosts(h);
+        e.set_drift(DriftCorrection::new(h.tag, &epochs));
+        let me = as_index(rank);
+        let first = host_of.iter().position(|&x| x == host_of[me]) == Some(me);
+        let _ = DRIFT_LOG.set((h.tag, hosts_n, first));
     }
     PMPI_Comm_dup(c.comm_self, &mut e.self_comm.0);
     e.progress_comm = SharedHandle(private);
@@ -398,6 +404,15 @@ unsafe fn measure_native(
     // host both are the same, across hosts a clock offset adds to one and
     // takes from the other. The half round trip is the fallback.
     let mut result = [0f64; SIZES.len()];
+    // Per size, the minima of each run of CHUNK timed rounds, each
+    // direction on its receiver: across hosts the two directions are
+    // combined chunk by chunk, so that clocks drifting during a series
+    // (1000 ppm: 30 us over the 8 B one) cannot make one direction's
+    // minimum early in it and the other's late.
+    const CHUNK: u32 = 50;
+    let chunks = |reps: u32| reps.div_ceil(CHUNK) as usize;
+    let total: usize = SIZES.iter().map(|s| chunks(s.2)).sum();
+    let mut mins = vec![f64::INFINITY; total];
     let mut half_rtt = [f64::INFINITY; SIZES.len()];
     let mut st = Status::zeroed();
     // Only rank 0 and `peer` take part; the others wait for the result
@@ -407,6 +422,7 @@ unsafe fn measure_native(
     // between two ranks of one host, 4 ranks on 2 cores.
     let part = rank == 0 || rank == peer;
     // Warm-up rounds (first touches, lazy connection set-up) are not timed.
+    let mut at = 0;
     for (i, &(len, warm, reps)) in SIZES.iter().enumerate().filter(|_| part) {
         let n = c_int::try_from(len).unwrap_or(0);
         let mut best = f64::INFINITY;
@@ -415,6 +431,9 @@ unsafe fn measure_native(
             if k == warm {
                 best = f64::INFINITY;
                 probe.take_min_one_way();
+            } else if k > warm && (k - warm) % CHUNK == 0 {
+                let m = probe.take_min_one_way().map_or(f64::INFINITY, |v| v as f64);
+                mins[at + ((k - warm) / CHUNK) as usize - 1] = m;
             }
             if rank == 0 {
                 let t0 = now();
@@ -453,23 +472,23 @@ unsafe fn measure_native(
             }
         }
         half_rtt[i] = best;
-        result[i] = probe.take_min_one_way().map_or(f64::INFINITY, |v| v as f64);
+        let m = probe.take_min_one_way().map_or(f64::INFINITY, |v| v as f64);
+        mins[at + chunks(reps) - 1] = m;
+        result[i] = mins[at..at + chunks(reps)]
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        at += chunks(reps);
     }
     // Rank 0 combines its direction with the peer's.
+    let nm = c_int::try_from(total).unwrap_or(0);
     if rank == peer {
-        PMPI_Send(
-            result.as_ptr().cast(),
-            c_int::try_from(SIZES.len()).unwrap_or(0),
-            c.double,
-            0,
-            12,
-            comm,
-        );
+        PMPI_Send(mins.as_ptr().cast(), nm, c.double, 0, 12, comm);
     } else if rank == 0 {
-        let mut other = [0f64; SIZES.len()];
+        let mut other = vec![0f64; total];
         PMPI_Recv(
             other.as_mut_ptr().cast(),
-            c_int::try_from(SIZES.len()).unwrap_or(0),
+            nm,
             c.double,
             peer,
             12,
@@ -479,13 +498,27 @@ unsafe fn measure_native(
         // Across hosts the probe's gate reads departures a second early
         // (`early`): each direction's one-way time is a second longer.
         let early_ns = if early.is_some() { 1e9 } else { 0.0 };
-        for i in 0..SIZES.len() {
-            let (a, b) = (result[i], other[i]);
+        let mut at = 0;
+        for (i, &(_, _, reps)) in SIZES.iter().enumerate() {
+            let n = chunks(reps);
+            // On one host both directions read one clock: the minimum of
+            // each (as ever). Across hosts: the best chunk of the two.
+            let (a, b) = if early.is_some() {
+                let best = (at..at + n)
+                    .filter(|&j| mins[j].is_finite() && other[j].is_finite())
+                    .map(|j| (mins[j] + other[j]) / 2.0)
+                    .fold(f64::INFINITY, f64::min);
+                (best, best)
+            } else {
+                let fold = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+                (result[i], fold(&other[at..at + n]))
+            };
             result[i] = if a.is_finite() && b.is_finite() {
                 ((a + b) / 2.0 - early_ns).max(0.0)
             } else {
                 half_rtt[i]
             };
+            at += n;
         }
     }
 
@@ -753,13 +786,15 @@ unsafe fn host_indices(c: &Consts, comm: Comm, size: c_int) -> Vec<usize> {
 /// ping-pongs with rank 0, one host after the other (O(hosts) exchanges),
 /// and the best round trip decides (`loggp_core::clocks`). Every rank of a
 /// host gets that host's map, so ranks of one host agree exactly. Returns
-/// the map and its uncertainty (half the best round trip; 0 on rank 0's host).
+/// the map and its uncertainty (half the best round trip; 0 on rank 0's
+/// host), the offset measured here, and when each host's map was measured,
+/// on this rank's clock (what drift correction counts from).
 unsafe fn sync_clocks(
     c: &Consts,
     comm: Comm,
     rank: c_int,
     host_of: &[usize],
-) -> (ClockMap, f64, f64) {
+) -> (ClockMap, f64, f64, Vec<u64>) {
     const ROUNDS: usize = 100;
     let hosts = host_of.iter().max().map_or(1, |&h| h + 1);
     let leader = |h: usize| host_of.iter().position(|&x| x == h).unwrap_or(0);
@@ -842,20 +877,36 @@ unsafe fn sync_clocks(
     );
     lazy_wait(&mut req);
     let l = leader(host_of[me]);
-    (
-        ClockMap {
-            epoch: all[3 * l],
-            offset_ns: f64::from_bits(all[3 * l + 1]),
-            rate: 0.0,
-        },
-        f64::from_bits(all[3 * l + 2]),
-        offset,
-    )
+    let map = ClockMap {
+        epoch: all[3 * l],
+        offset_ns: f64::from_bits(all[3 * l + 1]),
+        rate: 0.0,
+    };
+    // Host h's epoch in the reference time base is its epoch through its
+    // map (REF_BASE for rank 0's host), then on this clock through ours.
+    let epochs = (0..hosts)
+        .map(|h| {
+            let lh = leader(h);
+            let m = ClockMap {
+                epoch: all[3 * lh],
+                offset_ns: f64::from_bits(all[3 * lh + 1]),
+                rate: 0.0,
+            };
+            let r = if h == 0 { REF_BASE } else { m.to_ref(m.epoch) };
+            map.to_local(r)
+        })
+        .collect();
+    (map, f64::from_bits(all[3 * l + 2]), offset, epochs)
 }
 
+/// Across hosts: this rank's host tag, the number of hosts, and whether
+/// it is its host's first rank (which reports the drift at the end).
+static DRIFT_LOG: OnceLock<(u64, usize, bool)> = OnceLock::new();
+
 /// The wire format's version: 2 since departures travel as stamps
-/// (`loggp_core::clocks::Stamp`). Ranks of different builds must agree.
-const WIRE: u32 = 2;
+/// (`loggp_core::clocks::Stamp`), 3 since the header's second word is the
+/// hand-off lag. Ranks of different builds must agree.
+const WIRE: u32 = 3;
 
 /// What must agree across ranks about the shim's build.
 fn build_id() -> String {
@@ -945,6 +996,21 @@ pub unsafe fn before_finalize() {
         e.flush_bsends();
     }
     engine::deactivate();
+    let drift_log = DRIFT_LOG.get().filter(|&&(_, _, first)| {
+        e.cfg.log >= LogLevel::Debug || (first && e.cfg.log >= LogLevel::Info)
+    });
+    if let Some(&(tag, n, _)) = drift_log {
+        let rates: Vec<String> = (1..=n as u64)
+            .filter(|&t| t != tag)
+            .map(|t| format!("host {}'s {:+.2}ppm", t - 1, e.drift_rate(t) * 1e6))
+            .collect();
+        log::line(&format!(
+            "host {} (rank {}): drift corrected on departures from {}",
+            processor_name(),
+            e.rank,
+            rates.join(", ")
+        ));
+    }
     if e.cfg.log >= LogLevel::Debug {
         let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
         let k = &e.counters;

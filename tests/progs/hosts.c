@@ -6,11 +6,19 @@
  * time read on the receiver's clock. The test bed's "hosts" are namespaces
  * of one machine and share CLOCK_MONOTONIC, so one-way times are true times,
  * whatever LOGGP_TEST_CLOCK makes the shim see. With a pause, the ping-pongs
- * are spread over that many milliseconds (drift tests). Rank 0 prints
+ * are spread over that many milliseconds (drift tests), paced by rank 0
+ * alone: rank P waits for each ping inside MPI_Recv. (When both ranks paced
+ * themselves by busy waits, a one-way time measured their schedules and
+ * Open MPI rather than the network: its TCP transport leaves an eager reply
+ * in the library until the sender's next MPI call, a pause later, and the
+ * reply P to 0 took ~700 us natively, ~970 us through the shim, with 1 ms
+ * between ping-pongs.) Rank 0 prints
  *   hosts: np=N hosts=H
  *   peer P: same<P>=0|1 rtt<P>=X fwd<P>=Y back<P>=Z first<P>=.. last<P>=..
+ *           firstb<P>=.. lastb<P>=..
  * (medians in us: rtt half round trip, fwd 0 to P, back P to 0; first and
- * last: median one-way 0 to P of the first and last tenth of the run).
+ * last: median one-way 0 to P of the first and last tenth of the run;
+ * firstb and lastb the same P to 0).
  * Then it checks three collectives across the hosts (Allreduce, Bcast from
  * the last rank, Alltoall) and prints "hosts: collectives ok". */
 #include "common.h"
@@ -19,6 +27,13 @@
 enum { MAXREP = 20000, WARMUP = 20 };
 
 static double rtt[MAXREP], fwd[MAXREP], back[MAXREP], tmp[MAXREP];
+
+/* Median of the first or last tenth of v[0..n). */
+static double tenth(const double *v, int n, int last) {
+  int t = n / 10 > 0 ? n / 10 : 1;
+  memcpy(tmp, last ? v + n - t : v, t * sizeof *tmp);
+  return median(tmp, t);
+}
 
 /* A barrier that sleeps while it waits: the test bed runs every rank of
  * both "hosts" on one small machine, and ranks spinning in a barrier would
@@ -62,7 +77,7 @@ int main(int argc, char **argv) {
     int total = WARMUP + reps;
     double t_begin = now_us();
     for (int k = 0; k < total; k++) {
-      if (pause_us > 0) busy_until(t_begin + pause_us * k / total);
+      if (pause_us > 0 && my_rank == 0) busy_until(t_begin + pause_us * k / total);
       if (my_rank == 0) {
         double t0 = now_us();
         msg[0] = t0;
@@ -88,14 +103,13 @@ int main(int argc, char **argv) {
     if (my_rank == p) MPI_OK(MPI_Send(fwd, reps, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD));
     if (my_rank == 0) {
       MPI_OK(MPI_Recv(fwd, reps, MPI_DOUBLE, p, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-      int tenth = reps / 10 > 0 ? reps / 10 : 1;
-      memcpy(tmp, fwd, tenth * sizeof *tmp);
-      double first = median(tmp, tenth);
-      memcpy(tmp, fwd + reps - tenth, tenth * sizeof *tmp);
-      double last = median(tmp, tenth);
-      printf("peer %d: same%d=%d rtt%d=%.3f fwd%d=%.3f back%d=%.3f first%d=%.3f last%d=%.3f\n", p, p,
-             strcmp(names[0], names[p]) == 0, p, median(rtt, reps), p, median(fwd, reps), p,
-             median(back, reps), p, first, p, last);
+      /* The tenths first: median() sorts its array. */
+      double f0 = tenth(fwd, reps, 0), f1 = tenth(fwd, reps, 1);
+      double b0 = tenth(back, reps, 0), b1 = tenth(back, reps, 1);
+      printf("peer %d: same%d=%d rtt%d=%.3f fwd%d=%.3f back%d=%.3f first%d=%.3f last%d=%.3f "
+             "firstb%d=%.3f lastb%d=%.3f\n",
+             p, p, strcmp(names[0], names[p]) == 0, p, median(rtt, reps), p, median(fwd, reps), p,
+             median(back, reps), p, f0, p, f1, p, b0, p, b1);
       fflush(stdout);
     }
   }

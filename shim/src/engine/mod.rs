@@ -3,8 +3,10 @@
 //!
 //! # Wire format (only while virtual time is on)
 //! Every application message carries a 16-byte header *inside the same
-//! message*, before the payload: `[magic u32][flags u32][d u64]`, where `d`
-//! is the sender's virtual departure. Travelling in the same message makes
+//! message*, before the payload: `[magic u32][lag u32][d u64]`, where `d`
+//! is the sender's virtual departure (across hosts a stamp, in the job's
+//! reference time base) and `lag` how long before `d` the message was handed
+//! to MPI (what the receiver learns the clocks' drift from). Travelling in the same message makes
 //! the header's association with its data immune to matching order,
 //! wildcards and completion order. Two equivalent encodings produce the same
 //! bytes on the wire, and the receiver chooses independently of the sender:
@@ -189,6 +191,8 @@ pub struct Engine {
     o_r_spin: u64,
     /// `RecvGate::uses_seen` of this configuration.
     uses_seen: bool,
+    /// Ranks on several hosts: deliveries feed the drift correction.
+    hosts: bool,
     /// A private duplicate of MPI_COMM_SELF: a stashed message is placed
     /// into a derived receive type by sending it to ourselves on it
     /// (`place_stashed`). Set at MPI_Init.
@@ -369,6 +373,7 @@ impl Engine {
             o_s_spin: cfg.o_s,
             o_r_spin: cfg.o_r,
             uses_seen: RecvGate::new(&cfg, transit).uses_seen(),
+            hosts: false,
             self_comm: abi::SharedHandle(c.comm_null),
             progress_comm: abi::SharedHandle(c.comm_null),
             cfg,
@@ -383,6 +388,18 @@ impl Engine {
     /// Ranks on several hosts: the gate reads departures as stamps.
     pub fn set_hosts(&mut self, h: loggp_core::clocks::Hosts) {
         self.state.cell.get_mut().gate.set_hosts(h);
+    }
+
+    /// Ranks on several hosts: departures of other hosts are corrected for
+    /// the drift of the clocks since start-up, learned from deliveries.
+    pub fn set_drift(&mut self, d: loggp_core::clocks::DriftCorrection) {
+        self.state.cell.get_mut().gate.set_drift(d);
+        self.hosts = true;
+    }
+
+    /// The drift rate in use for departures of host `tag` (ppm · 1e-6).
+    pub fn drift_rate(&self, tag: u64) -> f64 {
+        self.lock().gate.drift_rate(tag)
     }
 
     /// Subtracts the shim's own per-call costs from the o_s and o_r spins.

@@ -11,6 +11,7 @@ pub struct Stashed {
     pub(super) env: Envelope,
     pub(super) comm_h: Comm,
     pub(super) d: u64,
+    pub(super) lag: u32,
     /// Virtual arrival, from `d` (fixed once the message is here).
     pub(super) arrival: u64,
     pub(super) payload: Vec<u8>,
@@ -137,7 +138,7 @@ impl Engine {
         st: &mut Status,
         block: bool,
     ) -> c_int {
-        self.gate(m.d, m.payload.len() as u64, block);
+        self.gate(m.d, m.lag, m.payload.len() as u64, block);
         st.set_source(m.env.source);
         st.set_tag(m.env.tag);
         PMPI_Status_set_elements_x(st, self.c.byte, n as i64);
@@ -185,6 +186,9 @@ impl Engine {
         v.drain(..HDR);
         self.counters.probed.fetch_add(1, Ordering::Relaxed);
         let mut s = self.lock();
+        if self.hosts {
+            s.gate.observe(now(), h.d, h.lag, v.len() as u64);
+        }
         let arrival = s.gate.arrival(h.d, v.len() as u64);
         s.stash.push(Box::new(Stashed {
             env: Envelope {
@@ -194,6 +198,7 @@ impl Engine {
             },
             comm_h: comm,
             d: h.d,
+            lag: h.lag,
             arrival,
             payload: v,
         }));

@@ -167,7 +167,7 @@ impl Engine {
             self.escaped(st);
         }
         let payload = (got - HDR) as u64;
-        self.gate(hdr.d, payload, block);
+        self.gate(hdr.d, hdr.lag, payload, block);
         wire.place(got);
         if want_count {
             PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
@@ -201,8 +201,9 @@ impl Engine {
 
     /// Reserves the message's delivery time at the gate (one step under
     /// the lock, `RecvGate::reserve`), waits for it when `block`, and
-    /// spends o_r.
-    pub(super) fn gate(&self, d: u64, payload: u64, block: bool) {
+    /// spends o_r. Across hosts the message also tells the gate how the
+    /// clocks drift (`lag`: see `Header`).
+    pub(super) fn gate(&self, d: u64, lag: u32, payload: u64, block: bool) {
         let t = now();
         // At zero L and G nothing is looked at: no thread-local access on
         // the message path.
@@ -219,6 +220,13 @@ impl Engine {
             let mut st = self.lock();
             st.recvs += 1;
             st.bytes_recv += payload;
+            if self.hosts {
+                let at = match seen {
+                    Seen::CameAt(c) => c.min(t),
+                    Seen::Unknown => t,
+                };
+                st.gate.observe(at, d, lag, payload);
+            }
             st.gate.reserve_seen(t, d, payload, seen)
         };
         if r > t && block {

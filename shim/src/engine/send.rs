@@ -52,7 +52,7 @@ impl Engine {
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
         let dep = self.depart(bytes);
-        let hdr = Header::new(dep.d);
+        let hdr = Header::new(&dep);
         let real = match mode {
             Mode::Synchronous => PMPI_Ssend,
             Mode::Ready => PMPI_Rsend,
@@ -119,7 +119,7 @@ impl Engine {
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
         let dep = self.depart(bytes);
-        let v = match self.stage(size, Header::new(dep.d), buf, count, dt, comm) {
+        let v = match self.stage(size, Header::new(&dep), buf, count, dt, comm) {
             Ok(v) => v,
             Err(rc) => return rc,
         };
@@ -214,7 +214,7 @@ impl Engine {
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
         let dep = self.depart(bytes);
-        let hdr = Header::new(dep.d);
+        let hdr = Header::new(&dep);
         let real = match mode {
             Mode::Synchronous => PMPI_Issend,
             Mode::Ready => PMPI_Irsend,
@@ -314,7 +314,7 @@ impl Engine {
         }
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
-        let h = Box::new(Header::new(0));
+        let h = Box::new(Header::placeholder());
         let mut t = match self.struct_type(&*h, buf, count, dt) {
             Ok(t) => t,
             Err(rc) => return rc,
@@ -411,7 +411,7 @@ impl Engine {
                 let dep = self.depart(bytes);
                 // The header lives in the pending entry (boxed, stable) and
                 // is not in flight: the request was inactive.
-                *hdr = Header::new(dep.d);
+                *hdr = Header::new(&dep);
                 if let Some(Pending::PSend { complete_at, .. }) =
                     self.lock().reqs.get_mut(&key(*req))
                 {

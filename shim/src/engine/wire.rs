@@ -13,18 +13,31 @@ pub(super) const MAGIC: u32 = 0x4C47_5021; // "LGP!"
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Header {
     pub(super) magic: u32,
-    pub(super) flags: u32,
+    /// How long before `d` the message was handed to MPI, ns (`d` lies
+    /// later under g_s, G or a full send queue); `u32::MAX`: as long or
+    /// longer. Across hosts the receiver learns the clocks' drift from
+    /// the hand-off (`RecvGate::observe`).
+    pub(super) lag: u32,
     pub(super) d: u64,
 }
 
 impl Header {
-    pub(super) fn new(d: u64) -> Header {
+    pub(super) fn new(dep: &loggp_core::Departure) -> Header {
         Header {
             magic: MAGIC,
-            flags: 0,
+            lag: u32::try_from(dep.d.saturating_sub(dep.ready)).unwrap_or(u32::MAX),
             // Across hosts: the job's reference time base, tagged with this
             // host (the receiver's gate turns it back, `loggp_core::clocks`).
-            d: crate::clock::stamp(d),
+            d: crate::clock::stamp(dep.d),
+        }
+    }
+
+    /// A header to be filled at each start of a persistent send.
+    pub(super) fn placeholder() -> Header {
+        Header {
+            magic: MAGIC,
+            lag: u32::MAX,
+            d: 0,
         }
     }
     pub(super) fn write_to(&self, p: *mut u8) {
