@@ -49,7 +49,9 @@ enum Cmd {
 /// The program is an MPI launcher (mpirun, mpiexec) or one process. Each
 /// knob flag means exactly what its variable means (`--L +5us` is
 /// `LOGGP_L=+5us`); LOGGP_* variables already in the environment apply
-/// too, and a flag wins over them.
+/// too, and a flag wins over them. A knob may target some pairs of ranks:
+/// `--L 1us,20us@inter` (@inter, @intra, @ranks=0-3, @from=0-3, @to=0-3,
+/// @pairs=0:1; README, "Targeting").
 #[derive(clap::Args, Debug)]
 #[command(after_help = UNITS)]
 struct RunArgs {

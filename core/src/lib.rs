@@ -13,6 +13,7 @@ pub mod mpilib;
 pub mod prtt;
 pub mod stash;
 pub mod stats;
+pub mod target;
 pub mod tolerance;
 pub mod tsc;
 pub mod units;

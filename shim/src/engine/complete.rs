@@ -26,13 +26,25 @@ impl Engine {
         !st.reqs.is_empty() && reqs.iter().any(|r| st.reqs.contains_key(&key(*r)))
     }
 
+    /// `RecvGate::ready_at` of a message from `src` (MPI_COMM_WORLD rank)
+    /// with the knobs of its pair.
+    pub(super) fn ready_at(&self, gate: &RecvGate, d: u64, src: u32, bytes: u64) -> u64 {
+        if self.from.is_empty() {
+            gate.ready_at(d, bytes)
+        } else {
+            gate.ready_at_for(d, bytes, Seen::Unknown, &self.knobs_from(src))
+        }
+    }
+
     /// For a natively complete tracked request: the time at which it may
     /// complete in the emulated machine.
     pub(super) unsafe fn ready_time(&self, p: &Pending, st: &Status, gate: &RecvGate) -> u64 {
         match p {
             Pending::Send { complete_at, .. } | Pending::PSend { complete_at, .. } => *complete_at,
             Pending::PBsend { .. } | Pending::Coll { .. } => 0,
-            Pending::FromStash { msg, .. } => gate.ready_at(msg.d, msg.payload.len() as u64),
+            Pending::FromStash { msg, .. } => {
+                self.ready_at(gate, msg.d, msg.src, msg.payload.len() as u64)
+            }
             Pending::Recv(wire) => {
                 let mut cancelled: c_int = 0;
                 PMPI_Test_cancelled(st, &mut cancelled);
@@ -40,14 +52,15 @@ impl Engine {
                     return 0;
                 }
                 let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
-                gate.ready_at(wire.header().d, payload)
+                let h = wire.header();
+                self.ready_at(gate, h.d, h.src, payload)
             }
             Pending::PRecv { hdr, .. } => {
                 let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
                 if st.source() == abi::PROC_NULL {
                     0
                 } else {
-                    gate.ready_at(hdr.d, payload)
+                    self.ready_at(gate, hdr.d, hdr.src, payload)
                 }
             }
         }
@@ -106,11 +119,15 @@ impl Engine {
                 complete_at,
                 active,
                 bytes,
+                dest,
+                comm,
             } => {
                 *active = false;
                 Pending::PSend {
                     hdr: Box::new(**hdr),
                     bytes: *bytes,
+                    dest: *dest,
+                    comm: *comm,
                     complete_at: *complete_at,
                     active: false,
                 }
@@ -445,7 +462,7 @@ impl Engine {
             }
             // The order of deliveries matters only when g_r spaces them;
             // Waitall returns after the last either way.
-            let t = if self.cfg.g_r > 0 {
+            let t = if self.cfg.any_g_r() {
                 let st = self.lock();
                 self.ready_time(&p, &sts[i], &st.gate)
             } else {

@@ -3,8 +3,9 @@
 //!
 //! # Wire format (only while virtual time is on)
 //! Every application message carries a 16-byte header *inside the same
-//! message*, before the payload: `[magic u32][flags u32][d u64]`, where `d`
-//! is the sender's virtual departure. Travelling in the same message makes
+//! message*, before the payload: `[magic u32][src u32][d u64]`, where `d`
+//! is the sender's virtual departure and `src` its rank in MPI_COMM_WORLD
+//! (for the knobs of the pair, `loggp_core::target`). Travelling in the same message makes
 //! the header's association with its data immune to matching order,
 //! wildcards and completion order. Two equivalent encodings produce the same
 //! bytes on the wire, and the receiver chooses independently of the sender:
@@ -46,6 +47,8 @@ use crate::clock::{now, pass_until};
 use crate::coll::nb;
 use crate::log;
 use crate::real::*;
+use loggp_core::config::Knobs;
+use loggp_core::target::Pair;
 use loggp_core::{Config, Envelope, Pattern, RecvGate, Seen, SendSide, Stash, Transit};
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
@@ -110,6 +113,11 @@ pub(super) struct State {
     /// Staging buffers of completed nonblocking messages, for the next
     /// ones (`Engine::stage_buf`): a malloc and a free less per message.
     pool: Vec<Vec<u8>>,
+    /// Targeting: the MPI_COMM_WORLD rank of each rank of a communicator
+    /// (of its remote group for an intercommunicator), learned at its first
+    /// send while a sender-side knob is targeted; forgotten when the
+    /// communicator is freed (`Engine::forget_comm`).
+    world_of: HandleMap<Vec<u32>>,
     /// Counters for the report, kept under the lock the hot path already
     /// takes (no extra atomics per message).
     sends: u64,
@@ -188,6 +196,17 @@ pub struct Engine {
     o_r_spin: u64,
     /// `RecvGate::uses_seen` of this configuration.
     uses_seen: bool,
+    /// The shim's own cost per send and per receive (`set_own_costs`).
+    own_send_ns: u64,
+    own_recv_ns: u64,
+    /// Targeting (`loggp_core::target`): the knobs of each pair this rank
+    /// is part of, by the other rank's MPI_COMM_WORLD rank: `to[d]` for
+    /// its messages to `d` (o_s, g_s, G), `from[s]` for those from `s`
+    /// (L, G, g_r, o_r). Empty when no knob is targeted.
+    to: Vec<Knobs>,
+    from: Vec<Knobs>,
+    /// Some sender-side knob (o_s, g_s, G) depends on the destination.
+    send_targeted: bool,
     /// A private duplicate of MPI_COMM_SELF: a stashed message is placed
     /// into a derived receive type by sending it to ourselves on it
     /// (`place_stashed`). Set at MPI_Init.
@@ -196,6 +215,37 @@ pub struct Engine {
     /// traffic only), probed to drive the library's progress engine while
     /// the shim passes emulated time (`pass_time`). Set at MPI_Init.
     pub progress_comm: abi::SharedHandle,
+}
+
+/// The MPI_COMM_WORLD rank of each rank of `comm` (of its remote group for
+/// an intercommunicator); `u32::MAX` where MPI says MPI_UNDEFINED.
+unsafe fn world_ranks(c: &Consts, comm: Comm) -> Vec<u32> {
+    let mut inter: c_int = 0;
+    PMPI_Comm_test_inter(comm, &mut inter);
+    let mut g = c.comm_null;
+    let rc = if inter != 0 {
+        PMPI_Comm_remote_group(comm, &mut g)
+    } else {
+        PMPI_Comm_group(comm, &mut g)
+    };
+    let mut wg = c.comm_null;
+    if !ok(rc) || !ok(PMPI_Comm_group(c.comm_world, &mut wg)) {
+        return Vec::new();
+    }
+    let mut n: c_int = 0;
+    if inter != 0 {
+        PMPI_Comm_remote_size(comm, &mut n);
+    } else {
+        PMPI_Comm_size(comm, &mut n);
+    }
+    let ranks: Vec<c_int> = (0..n).collect();
+    let mut out: Vec<c_int> = vec![-1; ranks.len()];
+    PMPI_Group_translate_ranks(g, n, ranks.as_ptr(), wg, out.as_mut_ptr());
+    PMPI_Group_free(&mut g);
+    PMPI_Group_free(&mut wg);
+    out.into_iter()
+        .map(|w| u32::try_from(w).unwrap_or(u32::MAX))
+        .collect()
 }
 
 /// How often the native library's progress engine is driven while the
@@ -313,6 +363,7 @@ impl Engine {
                     bsends: Vec::new(),
                     freed: Vec::new(),
                     pool: Vec::new(),
+                    world_of: HandleMap::default(),
                     sends: 0,
                     recvs: 0,
                     bytes_sent: 0,
@@ -324,6 +375,11 @@ impl Engine {
             o_s_spin: cfg.o_s,
             o_r_spin: cfg.o_r,
             uses_seen: RecvGate::new(&cfg, transit).uses_seen(),
+            own_send_ns: 0,
+            own_recv_ns: 0,
+            to: Vec::new(),
+            from: Vec::new(),
+            send_targeted: false,
             self_comm: abi::SharedHandle(c.comm_null),
             progress_comm: abi::SharedHandle(c.comm_null),
             cfg,
@@ -344,6 +400,72 @@ impl Engine {
     pub fn set_own_costs(&mut self, send_ns: u64, recv_ns: u64) {
         self.o_s_spin = self.cfg.o_s.saturating_sub(send_ns);
         self.o_r_spin = self.cfg.o_r.saturating_sub(recv_ns);
+        self.own_send_ns = send_ns;
+        self.own_recv_ns = recv_ns;
+    }
+
+    /// Targeting: the knobs of every pair this rank is part of, from the
+    /// host index of every rank (`host_of`, by MPI_COMM_WORLD rank).
+    pub fn set_pairs(&mut self, host_of: &[usize]) {
+        if !self.cfg.targeted() {
+            return;
+        }
+        let me = u32::try_from(self.rank).unwrap_or(0);
+        let host = |r: usize| host_of.get(r).copied().unwrap_or(0);
+        let mine = host(me as usize);
+        let n = u32::try_from(self.size).unwrap_or(0);
+        let pair = |src: u32, dst: u32, other: u32| Pair {
+            src,
+            dst,
+            same_host: host(other as usize) == mine,
+        };
+        self.to = (0..n).map(|d| self.cfg.knobs(pair(me, d, d))).collect();
+        self.from = (0..n).map(|s| self.cfg.knobs(pair(s, me, s))).collect();
+        let t = &self.cfg.targets;
+        self.send_targeted = !(t.o_s.is_empty() && t.g_s.is_empty() && t.g_big.is_empty());
+    }
+
+    /// The knobs of messages from `src` (MPI_COMM_WORLD rank, from the
+    /// header) to this rank.
+    pub(super) fn knobs_from(&self, src: u32) -> Knobs {
+        self.from
+            .get(src as usize)
+            .copied()
+            .unwrap_or_else(|| self.cfg.plain_knobs())
+    }
+
+    /// The o_r spin of a message from `src`.
+    pub(super) fn o_r_spin_from(&self, k: &Knobs) -> u64 {
+        if self.from.is_empty() {
+            self.o_r_spin
+        } else {
+            k.o_r.saturating_sub(self.own_recv_ns)
+        }
+    }
+
+    /// The MPI_COMM_WORLD rank of rank `r` of `comm` (of its remote group
+    /// when `comm` is an intercommunicator); `None` for MPI_PROC_NULL and
+    /// a process outside MPI_COMM_WORLD.
+    pub(super) unsafe fn world_rank(&self, st: &mut State, comm: Comm, r: c_int) -> Option<u32> {
+        let r = usize::try_from(r).ok()?;
+        if comm == self.c.comm_world {
+            return u32::try_from(r).ok();
+        }
+        let k = key(comm);
+        let ranks = st
+            .world_of
+            .entry(k)
+            .or_insert_with(|| world_ranks(&self.c, comm));
+        let w = *ranks.get(r)?;
+        (w < u32::try_from(self.size).unwrap_or(0)).then_some(w)
+    }
+
+    /// Forgets what was learned of a communicator that is being freed (its
+    /// handle may name another one next).
+    pub fn forget_comm(&self, comm: Comm) {
+        if self.send_targeted {
+            self.lock().world_of.remove(&key(comm));
+        }
     }
 
     /// Passes emulated time until `t`: CPU time (o_s, o_r: `busy`) or a

@@ -11,6 +11,8 @@ pub struct Stashed {
     pub(super) env: Envelope,
     pub(super) comm_h: Comm,
     pub(super) d: u64,
+    /// The sender's MPI_COMM_WORLD rank (from the header).
+    pub(super) src: u32,
     /// Virtual arrival, from `d` (fixed once the message is here).
     pub(super) arrival: u64,
     pub(super) payload: Vec<u8>,
@@ -137,7 +139,7 @@ impl Engine {
         st: &mut Status,
         block: bool,
     ) -> c_int {
-        self.gate(m.d, m.payload.len() as u64, block);
+        self.gate(m.d, m.src, m.payload.len() as u64, block);
         st.set_source(m.env.source);
         st.set_tag(m.env.tag);
         PMPI_Status_set_elements_x(st, self.c.byte, n as i64);
@@ -185,7 +187,12 @@ impl Engine {
         v.drain(..HDR);
         self.counters.probed.fetch_add(1, Ordering::Relaxed);
         let mut s = self.lock();
-        let arrival = s.gate.arrival(h.d, v.len() as u64);
+        let arrival = if self.from.is_empty() {
+            s.gate.arrival(h.d, v.len() as u64)
+        } else {
+            s.gate
+                .arrival_for(h.d, v.len() as u64, Seen::Unknown, &self.knobs_from(h.src))
+        };
         s.stash.push(Box::new(Stashed {
             env: Envelope {
                 comm: key(comm),
@@ -194,6 +201,7 @@ impl Engine {
             },
             comm_h: comm,
             d: h.d,
+            src: h.src,
             arrival,
             payload: v,
         }));

@@ -167,7 +167,7 @@ impl Engine {
             self.escaped(st);
         }
         let payload = (got - HDR) as u64;
-        self.gate(hdr.d, payload, block);
+        self.gate(hdr.d, hdr.src, payload, block);
         wire.place(got);
         if want_count {
             PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
@@ -202,7 +202,7 @@ impl Engine {
     /// Reserves the message's delivery time at the gate (one step under
     /// the lock, `RecvGate::reserve`), waits for it when `block`, and
     /// spends o_r.
-    pub(super) fn gate(&self, d: u64, payload: u64, block: bool) {
+    pub(super) fn gate(&self, d: u64, src: u32, payload: u64, block: bool) {
         let t = now();
         // At zero L and G nothing is looked at: no thread-local access on
         // the message path.
@@ -215,11 +215,17 @@ impl Engine {
                 came => Seen::CameAt(came),
             }
         };
+        // Targeting: the knobs of the pair (source's MPI_COMM_WORLD rank
+        // from the header, this rank).
+        let k = (!self.from.is_empty()).then(|| self.knobs_from(src));
         let r = {
             let mut st = self.lock();
             st.recvs += 1;
             st.bytes_recv += payload;
-            st.gate.reserve_seen(t, d, payload, seen)
+            match &k {
+                Some(k) => st.gate.reserve_for(t, d, payload, seen, k),
+                None => st.gate.reserve_seen(t, d, payload, seen),
+            }
         };
         if r > t && block {
             self.pass_time(r, false);
@@ -228,8 +234,12 @@ impl Engine {
                 .fetch_add(r - t, Ordering::Relaxed);
             self.counters.gate_holds.fetch_add(1, Ordering::Relaxed);
         }
-        if self.o_r_spin > 0 {
-            self.pass_time(now() + self.o_r_spin, true);
+        let o_r = match &k {
+            Some(k) => self.o_r_spin_from(k),
+            None => self.o_r_spin,
+        };
+        if o_r > 0 {
+            self.pass_time(now() + o_r, true);
         }
     }
 }

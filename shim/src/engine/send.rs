@@ -5,16 +5,33 @@ use super::*;
 
 impl Engine {
     /// Spends o_s, takes a departure slot, waits if the send queue is full.
-    pub(super) fn depart(&self, bytes: u64) -> loggp_core::Departure {
-        if self.o_s_spin > 0 {
-            self.pass_time(now() + self.o_s_spin, true);
+    /// `dest` is a rank of `comm`: with a targeted o_s, g_s or G its pair's
+    /// values apply (`set_pairs`).
+    pub(super) fn depart(&self, bytes: u64, dest: c_int, comm: Comm) -> loggp_core::Departure {
+        let k = if self.send_targeted {
+            // SAFETY: `comm` is the application's (or the shim's private)
+            // live communicator of this send.
+            let w = unsafe { self.world_rank(&mut self.lock(), comm, dest) };
+            w.and_then(|w| self.to.get(w as usize).copied())
+        } else {
+            None
+        };
+        let spin = match &k {
+            Some(k) => k.o_s.saturating_sub(self.own_send_ns),
+            None => self.o_s_spin,
+        };
+        if spin > 0 {
+            self.pass_time(now() + spin, true);
         }
         let t = now();
         let dep = {
             let mut st = self.lock();
             st.sends += 1;
             st.bytes_sent += bytes;
-            st.send.depart(t, bytes)
+            match &k {
+                Some(k) => st.send.depart_with(t, bytes, k.g_s, k.g_big),
+                None => st.send.depart(t, bytes),
+            }
         };
         if dep.ready > t {
             self.pass_time(dep.ready, false);
@@ -51,8 +68,8 @@ impl Engine {
         }
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
-        let dep = self.depart(bytes);
-        let hdr = Header::new(dep.d);
+        let dep = self.depart(bytes, dest, comm);
+        let hdr = Header::new(dep.d, self.rank);
         let real = match mode {
             Mode::Synchronous => PMPI_Ssend,
             Mode::Ready => PMPI_Rsend,
@@ -118,8 +135,8 @@ impl Engine {
     ) -> c_int {
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
-        let dep = self.depart(bytes);
-        let v = match self.stage(size, Header::new(dep.d), buf, count, dt, comm) {
+        let dep = self.depart(bytes, dest, comm);
+        let v = match self.stage(size, Header::new(dep.d, self.rank), buf, count, dt, comm) {
             Ok(v) => v,
             Err(rc) => return rc,
         };
@@ -213,8 +230,8 @@ impl Engine {
         }
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
-        let dep = self.depart(bytes);
-        let hdr = Header::new(dep.d);
+        let dep = self.depart(bytes, dest, comm);
+        let hdr = Header::new(dep.d, self.rank);
         let real = match mode {
             Mode::Synchronous => PMPI_Issend,
             Mode::Ready => PMPI_Irsend,
@@ -314,7 +331,7 @@ impl Engine {
         }
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
-        let h = Box::new(Header::new(0));
+        let h = Box::new(Header::new(0, self.rank));
         let mut t = match self.struct_type(&*h, buf, count, dt) {
             Ok(t) => t,
             Err(rc) => return rc,
@@ -332,6 +349,8 @@ impl Engine {
                 Pending::PSend {
                     hdr: h,
                     bytes,
+                    dest,
+                    comm,
                     complete_at: 0,
                     active: false,
                 },
@@ -373,7 +392,7 @@ impl Engine {
     /// (departure) and overheads here.
     pub unsafe fn start(&self, req: *mut Request) -> c_int {
         enum Kind {
-            Send(*mut Header, u64),
+            Send(*mut Header, u64, c_int, Comm),
             Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
             Recv,
             Untracked,
@@ -382,10 +401,15 @@ impl Engine {
             let mut st = self.lock();
             match st.reqs.get_mut(&key(*req)) {
                 Some(Pending::PSend {
-                    hdr, bytes, active, ..
+                    hdr,
+                    bytes,
+                    dest,
+                    comm,
+                    active,
+                    ..
                 }) => {
                     *active = true;
-                    Kind::Send(&mut **hdr, *bytes)
+                    Kind::Send(&mut **hdr, *bytes, *dest, *comm)
                 }
                 Some(Pending::PBsend {
                     buf,
@@ -407,11 +431,11 @@ impl Engine {
             }
         };
         match kind {
-            Kind::Send(hdr, bytes) => {
-                let dep = self.depart(bytes);
+            Kind::Send(hdr, bytes, dest, comm) => {
+                let dep = self.depart(bytes, dest, comm);
                 // The header lives in the pending entry (boxed, stable) and
                 // is not in flight: the request was inactive.
-                *hdr = Header::new(dep.d);
+                *hdr = Header::new(dep.d, self.rank);
                 if let Some(Pending::PSend { complete_at, .. }) =
                     self.lock().reqs.get_mut(&key(*req))
                 {

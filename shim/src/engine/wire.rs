@@ -13,15 +13,17 @@ pub(super) const MAGIC: u32 = 0x4C47_5021; // "LGP!"
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Header {
     pub(super) magic: u32,
-    pub(super) flags: u32,
+    /// The sender's rank in MPI_COMM_WORLD: the receiver applies the knobs
+    /// of the pair (targeting, `LOGGP_L=20us@inter`) without asking MPI.
+    pub(super) src: u32,
     pub(super) d: u64,
 }
 
 impl Header {
-    pub(super) fn new(d: u64) -> Header {
+    pub(super) fn new(d: u64, src: c_int) -> Header {
         Header {
             magic: MAGIC,
-            flags: 0,
+            src: u32::try_from(src).unwrap_or(0),
             // Across hosts: the job's reference time base, tagged with this
             // host (the receiver's gate turns it back, `loggp_core::clocks`).
             d: crate::clock::stamp(d),
