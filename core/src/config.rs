@@ -2,6 +2,7 @@
 //! (DESIGN.md §1 and §4). Bad input is never replaced by a default: it is an
 //! error naming the variable, the value and what is accepted.
 
+use crate::dist::{Dist, DIST_ACCEPTED};
 use crate::target::{parse_items, Pair, Rules, SEL_ACCEPTED};
 use crate::units::{self, G_ACCEPTED, SIZE_ACCEPTED, TIME_ACCEPTED};
 use std::fmt;
@@ -90,6 +91,12 @@ pub struct Config {
     pub test_clock: crate::clocks::TestClock,
     /// The knobs' items with a selection (`@inter`, `@pairs=0:1`, ...).
     pub targets: Targets,
+    /// Variation (`crate::dist`): the distributions of L, o_s and o_r per
+    /// message around the pair's value, and the seed of the draws.
+    pub l_dist: Dist,
+    pub o_s_dist: Dist,
+    pub o_r_dist: Dist,
+    pub seed: u64,
 }
 
 impl Default for Config {
@@ -109,6 +116,10 @@ impl Default for Config {
             tsc_clock: true,
             test_clock: crate::clocks::TestClock::default(),
             targets: Targets::default(),
+            l_dist: Dist::Fixed,
+            o_s_dist: Dist::Fixed,
+            o_r_dist: Dist::Fixed,
+            seed: 1,
         }
     }
 }
@@ -145,6 +156,26 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     ("LOGGP_G_S", "floor on the gap between departures", "0"),
     ("LOGGP_G_R", "floor on the gap between deliveries", "0"),
     ("LOGGP_G", "floor on time per byte (or a bandwidth)", "0"),
+    (
+        "LOGGP_L_DIST",
+        "distribution of L per message: fixed, uniform:W, normal:S, exp, empirical:FILE",
+        "fixed",
+    ),
+    (
+        "LOGGP_O_S_DIST",
+        "distribution of o_s per message (as LOGGP_L_DIST)",
+        "fixed",
+    ),
+    (
+        "LOGGP_O_R_DIST",
+        "distribution of o_r per message (as LOGGP_L_DIST)",
+        "fixed",
+    ),
+    (
+        "LOGGP_SEED",
+        "seed of the draws (each rank its own stream)",
+        "1",
+    ),
     ("LOGGP_SEND_QUEUE", "messages that may wait to depart", "64"),
     ("LOGGP_VT", "virtual time: auto, on, off", "auto"),
     ("LOGGP_LOG", "log to stderr: off, info, debug", "off"),
@@ -265,6 +296,23 @@ impl Config {
                 "LOGGP_G_S" => (c.g_s, c.targets.g_s) = knob(k, v, floor)?,
                 "LOGGP_G_R" => (c.g_r, c.targets.g_r) = knob(k, v, floor)?,
                 "LOGGP_G" => (c.g_big, c.targets.g_big) = knob(k, v, g_value)?,
+                "LOGGP_L_DIST" | "LOGGP_O_S_DIST" | "LOGGP_O_R_DIST" => {
+                    let d = Dist::parse(v, |p| {
+                        std::fs::read_to_string(p).map_err(|e| format!("cannot read {p}: {e}"))
+                    })
+                    .map_err(|why| err(k, v, &format!("{DIST_ACCEPTED} ({why})")))?;
+                    match k.as_str() {
+                        "LOGGP_L_DIST" => c.l_dist = d,
+                        "LOGGP_O_S_DIST" => c.o_s_dist = d,
+                        _ => c.o_r_dist = d,
+                    }
+                }
+                "LOGGP_SEED" => {
+                    c.seed = v
+                        .trim()
+                        .parse::<u64>()
+                        .map_err(|_| err(k, v, "a whole number from 0 to 2^64-1"))?
+                }
                 "LOGGP_SEND_QUEUE" => {
                     c.send_queue = v
                         .trim()
@@ -338,12 +386,18 @@ impl Config {
 
     /// True when some knob asks for a perturbation (of some pair).
     pub fn perturbs(&self) -> bool {
-        self.any_l()
+        self.varied()
+            || self.any_l()
             || self.any_o_s()
             || self.any_o_r()
             || self.any_g_s()
             || self.any_g_r()
             || self.any_g_big()
+    }
+
+    /// Some knob varies per message (`LOGGP_*_DIST` other than fixed).
+    pub fn varied(&self) -> bool {
+        !(self.l_dist.is_fixed() && self.o_s_dist.is_fixed() && self.o_r_dist.is_fixed())
     }
 
     /// `L` is above zero for some pair.
@@ -489,6 +543,12 @@ impl Config {
         feed(self.g_big.to_bits());
         feed(u64::from(self.send_queue));
         feed(u64::from(self.vt_active()));
+        if self.varied() {
+            self.l_dist.hash_into(&mut feed);
+            self.o_s_dist.hash_into(&mut feed);
+            self.o_r_dist.hash_into(&mut feed);
+            feed(self.seed);
+        }
         if self.targeted() {
             for var in [
                 "LOGGP_L",
@@ -520,7 +580,18 @@ impl fmt::Display for Config {
             self.knob_text("LOGGP_G"),
             self.send_queue,
             if self.vt_active() { "on" } else { "off" }
-        )
+        )?;
+        if self.varied() {
+            write!(
+                f,
+                " L_dist={} o_s_dist={} o_r_dist={} seed={}",
+                self.l_dist.text(),
+                self.o_s_dist.text(),
+                self.o_r_dist.text(),
+                self.seed
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -663,6 +734,31 @@ mod tests {
         assert_eq!(e.var, "LOGGP_G_R");
         assert!(e.to_string().contains("rank 5"), "{e}");
         assert!(c.check_job(6, &[0; 6]).is_ok());
+    }
+
+    #[test]
+    fn distributions_and_seed() {
+        let c = cfg(&[("LOGGP_L", "20us"), ("LOGGP_L_DIST", "normal:5us")]).unwrap();
+        assert_eq!(c.l_dist, Dist::Normal(5_000.0));
+        assert!(c.varied() && c.perturbs());
+        assert!(
+            c.to_string()
+                .ends_with("L_dist=normal:5us o_s_dist=fixed o_r_dist=fixed seed=1"),
+            "{c}"
+        );
+        // A distribution around 0 still perturbs (draws are truncated at 0).
+        assert!(cfg(&[("LOGGP_O_R_DIST", "exp")]).unwrap().perturbs());
+        let e = cfg(&[("LOGGP_O_S_DIST", "gauss:5us")]).unwrap_err();
+        assert_eq!(e.var, "LOGGP_O_S_DIST");
+        assert!(e.accepted.contains("normal:S"), "{e}");
+        let e = cfg(&[("LOGGP_L_DIST", "empirical:/no/such/file")]).unwrap_err();
+        assert!(e.accepted.contains("cannot read /no/such/file"), "{e}");
+        assert_eq!(cfg(&[("LOGGP_SEED", "-1")]).unwrap_err().var, "LOGGP_SEED");
+        let a = cfg(&[("LOGGP_L_DIST", "normal:5us"), ("LOGGP_SEED", "1")]).unwrap();
+        let b = cfg(&[("LOGGP_L_DIST", "normal:5us"), ("LOGGP_SEED", "2")]).unwrap();
+        let n = cfg(&[("LOGGP_L_DIST", "normal:6us"), ("LOGGP_SEED", "1")]).unwrap();
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        assert_ne!(a.fingerprint(), n.fingerprint());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod clocks;
 pub mod coll;
 pub mod config;
+pub mod dist;
 pub mod fit;
 pub mod mpilib;
 pub mod prtt;

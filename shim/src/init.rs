@@ -869,9 +869,9 @@ unsafe fn sync_clocks(
     )
 }
 
-/// The wire format's version: 2 since departures travel as stamps, 3 since the header names the sender
+/// The wire format's version: 2 since departures travel as stamps, 3 since the header names the sender, 4 since it carries the drawn L (24 bytes)
 /// (`loggp_core::clocks::Stamp`). Ranks of different builds must agree.
-const WIRE: u32 = 3;
+const WIRE: u32 = 4;
 
 /// What must agree across ranks about the shim's build.
 fn build_id() -> String {

@@ -28,11 +28,10 @@ impl Engine {
 
     /// `RecvGate::ready_at` of a message from `src` (MPI_COMM_WORLD rank)
     /// with the knobs of its pair.
-    pub(super) fn ready_at(&self, gate: &RecvGate, d: u64, src: u32, bytes: u64) -> u64 {
-        if self.from.is_empty() {
-            gate.ready_at(d, bytes)
-        } else {
-            gate.ready_at_for(d, bytes, Seen::Unknown, &self.knobs_from(src))
+    pub(super) fn ready_at(&self, gate: &RecvGate, d: u64, src: u32, l: u64, bytes: u64) -> u64 {
+        match self.recv_knobs(src, l) {
+            None => gate.ready_at(d, bytes),
+            Some(k) => gate.ready_at_for(d, bytes, Seen::Unknown, &k),
         }
     }
 
@@ -43,7 +42,7 @@ impl Engine {
             Pending::Send { complete_at, .. } | Pending::PSend { complete_at, .. } => *complete_at,
             Pending::PBsend { .. } | Pending::Coll { .. } => 0,
             Pending::FromStash { msg, .. } => {
-                self.ready_at(gate, msg.d, msg.src, msg.payload.len() as u64)
+                self.ready_at(gate, msg.d, msg.src, msg.l, msg.payload.len() as u64)
             }
             Pending::Recv(wire) => {
                 let mut cancelled: c_int = 0;
@@ -53,14 +52,14 @@ impl Engine {
                 }
                 let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
                 let h = wire.header();
-                self.ready_at(gate, h.d, h.src, payload)
+                self.ready_at(gate, h.d, h.src, h.l, payload)
             }
             Pending::PRecv { hdr, .. } => {
                 let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
                 if st.source() == abi::PROC_NULL {
                     0
                 } else {
-                    self.ready_at(gate, hdr.d, hdr.src, payload)
+                    self.ready_at(gate, hdr.d, hdr.src, hdr.l, payload)
                 }
             }
         }
@@ -120,6 +119,7 @@ impl Engine {
                 active,
                 bytes,
                 dest,
+                tag,
                 comm,
             } => {
                 *active = false;
@@ -127,6 +127,7 @@ impl Engine {
                     hdr: Box::new(**hdr),
                     bytes: *bytes,
                     dest: *dest,
+                    tag: *tag,
                     comm: *comm,
                     complete_at: *complete_at,
                     active: false,
@@ -220,6 +221,16 @@ impl Engine {
 
     /// Where a request stands for the emulated machine.
     pub(super) unsafe fn poll(&self, r: Request) -> Poll {
+        self.poll_at(r, now())
+    }
+
+    /// `poll` as of time `t`. A pass over several requests (Waitany,
+    /// Testsome) judges them all at one `t`: judged each at its own time, a
+    /// later message of a channel could be found ready after an earlier one
+    /// was found not yet, though the earlier arrives no later (an ordered
+    /// channel, or a varied L raised to arrive with the message before it:
+    /// `loggp_core::dist::Channels`), and overtake it.
+    pub(super) unsafe fn poll_at(&self, r: Request, t: u64) -> Poll {
         let st = self.lock();
         let Some(p) = st.reqs.get(&key(r)) else {
             return Poll::Untracked;
@@ -250,7 +261,7 @@ impl Engine {
             remember_status(r, &s);
             recall_status(r, &mut s, false);
         }
-        if now() >= self.ready_time(p, &s, &st.gate) {
+        if t >= self.ready_time(p, &s, &st.gate) {
             Poll::Ready
         } else {
             Poll::NotReady
@@ -543,8 +554,9 @@ impl Engine {
         let mut any_active = false;
         let mut masked: Vec<Request> = Vec::with_capacity(rs.len());
         let mut untracked_any = false;
+        let t = now();
         for (i, r) in rs.iter_mut().enumerate() {
-            match self.poll(*r) {
+            match self.poll_at(*r, t) {
                 Poll::Ready => {
                     let rc = self.complete_one(r, st);
                     return (Some(as_int(i)), rc);
@@ -655,13 +667,14 @@ impl Engine {
         let mut out = 0usize;
         let mut any_active = false;
         let mut rc_all = abi::SUCCESS;
+        let t = now();
         #[allow(clippy::needless_range_loop)] // rs[i] is rewritten inside.
         for i in 0..rs.len() {
             let r = rs[i];
             if r == self.c.request_null {
                 continue;
             }
-            let ready = match self.poll(r) {
+            let ready = match self.poll_at(r, t) {
                 Poll::Ready => true,
                 Poll::Inactive => false,
                 Poll::NotReady => {

@@ -2,10 +2,11 @@
 //! plus the virtual-time rules of `loggp_core::vt`.
 //!
 //! # Wire format (only while virtual time is on)
-//! Every application message carries a 16-byte header *inside the same
-//! message*, before the payload: `[magic u32][src u32][d u64]`, where `d`
-//! is the sender's virtual departure and `src` its rank in MPI_COMM_WORLD
-//! (for the knobs of the pair, `loggp_core::target`). Travelling in the same message makes
+//! Every application message carries a 24-byte header *inside the same
+//! message*, before the payload: `[magic u32][src u32][d u64][l u64]`,
+//! where `d` is the sender's virtual departure, `src` its rank in
+//! MPI_COMM_WORLD (for the knobs of the pair, `loggp_core::target`) and `l`
+//! the message's drawn L (`LOGGP_L_DIST`, `loggp_core::dist`). Travelling in the same message makes
 //! the header's association with its data immune to matching order,
 //! wildcards and completion order. Two equivalent encodings produce the same
 //! bytes on the wire, and the receiver chooses independently of the sender:
@@ -19,7 +20,7 @@
 //!
 //! Counts seen by the application exclude the header (statuses are rewritten
 //! with `MPI_Status_set_elements_x`); truncation happens exactly where it
-//! would natively, since the receive capacity is the user's plus 16.
+//! would natively, since the receive capacity is the user's plus 24.
 //!
 //! # Rooms
 //! `wire` (header, encodings), `send`, `recv` (posting, the gate),
@@ -118,6 +119,13 @@ pub(super) struct State {
     /// send while a sender-side knob is targeted; forgotten when the
     /// communicator is freed (`Engine::forget_comm`).
     world_of: HandleMap<Vec<u32>>,
+    /// Variation (`loggp_core::dist`): this rank's streams of draws for L
+    /// (sender), o_s (sender) and o_r (receiver), and the latest arrival
+    /// per channel (non-overtaking of varied L).
+    rng_l: loggp_core::dist::Rng,
+    rng_o_s: loggp_core::dist::Rng,
+    rng_o_r: loggp_core::dist::Rng,
+    channels: loggp_core::dist::Channels,
     /// Counters for the report, kept under the lock the hot path already
     /// takes (no extra atomics per message).
     sends: u64,
@@ -364,6 +372,22 @@ impl Engine {
                     freed: Vec::new(),
                     pool: Vec::new(),
                     world_of: HandleMap::default(),
+                    rng_l: loggp_core::dist::Rng::new(
+                        cfg.seed,
+                        u32::try_from(rank).unwrap_or(0),
+                        1,
+                    ),
+                    rng_o_s: loggp_core::dist::Rng::new(
+                        cfg.seed,
+                        u32::try_from(rank).unwrap_or(0),
+                        2,
+                    ),
+                    rng_o_r: loggp_core::dist::Rng::new(
+                        cfg.seed,
+                        u32::try_from(rank).unwrap_or(0),
+                        3,
+                    ),
+                    channels: loggp_core::dist::Channels::default(),
                     sends: 0,
                     recvs: 0,
                     bytes_sent: 0,
@@ -422,7 +446,12 @@ impl Engine {
         self.to = (0..n).map(|d| self.cfg.knobs(pair(me, d, d))).collect();
         self.from = (0..n).map(|s| self.cfg.knobs(pair(s, me, s))).collect();
         let t = &self.cfg.targets;
-        self.send_targeted = !(t.o_s.is_empty() && t.g_s.is_empty() && t.g_big.is_empty());
+        // The sender needs the pair for o_s, g_s, G, and for L when it draws
+        // L (a varied L is decided by the sender).
+        self.send_targeted = !(t.o_s.is_empty()
+            && t.g_s.is_empty()
+            && t.g_big.is_empty()
+            && (t.l.is_empty() || self.cfg.l_dist.is_fixed()));
     }
 
     /// The knobs of messages from `src` (MPI_COMM_WORLD rank, from the
@@ -434,13 +463,30 @@ impl Engine {
             .unwrap_or_else(|| self.cfg.plain_knobs())
     }
 
-    /// The o_r spin of a message from `src`.
-    pub(super) fn o_r_spin_from(&self, k: &Knobs) -> u64 {
-        if self.from.is_empty() {
-            self.o_r_spin
-        } else {
-            k.o_r.saturating_sub(self.own_recv_ns)
+    /// The receiver's knobs of a message (`src`, `l` from its header):
+    /// `None` when every pair has the plain ones and L is fixed.
+    pub(super) fn recv_knobs(&self, src: u32, l: u64) -> Option<Knobs> {
+        let varied = !self.cfg.l_dist.is_fixed();
+        if self.from.is_empty() && !varied {
+            return None;
         }
+        let mut k = self.knobs_from(src);
+        if varied {
+            k.l = l;
+        }
+        Some(k)
+    }
+
+    /// The o_r spin of a message whose pair has knobs `k` (a draw when
+    /// `LOGGP_O_R_DIST` varies it).
+    pub(super) fn o_r_spin_from(&self, k: &Knobs) -> u64 {
+        let o_r = if self.cfg.o_r_dist.is_fixed() {
+            k.o_r
+        } else {
+            let mut st = self.lock();
+            self.cfg.o_r_dist.draw(k.o_r, &mut st.rng_o_r)
+        };
+        o_r.saturating_sub(self.own_recv_ns)
     }
 
     /// The MPI_COMM_WORLD rank of rank `r` of `comm` (of its remote group

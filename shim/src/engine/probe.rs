@@ -13,6 +13,8 @@ pub struct Stashed {
     pub(super) d: u64,
     /// The sender's MPI_COMM_WORLD rank (from the header).
     pub(super) src: u32,
+    /// The drawn L (`LOGGP_L_DIST`), from the header.
+    pub(super) l: u64,
     /// Virtual arrival, from `d` (fixed once the message is here).
     pub(super) arrival: u64,
     pub(super) payload: Vec<u8>,
@@ -139,7 +141,7 @@ impl Engine {
         st: &mut Status,
         block: bool,
     ) -> c_int {
-        self.gate(m.d, m.src, m.payload.len() as u64, block);
+        self.gate(m.d, m.src, m.l, m.payload.len() as u64, block);
         st.set_source(m.env.source);
         st.set_tag(m.env.tag);
         PMPI_Status_set_elements_x(st, self.c.byte, n as i64);
@@ -187,11 +189,9 @@ impl Engine {
         v.drain(..HDR);
         self.counters.probed.fetch_add(1, Ordering::Relaxed);
         let mut s = self.lock();
-        let arrival = if self.from.is_empty() {
-            s.gate.arrival(h.d, v.len() as u64)
-        } else {
-            s.gate
-                .arrival_for(h.d, v.len() as u64, Seen::Unknown, &self.knobs_from(h.src))
+        let arrival = match self.recv_knobs(h.src, h.l) {
+            None => s.gate.arrival(h.d, v.len() as u64),
+            Some(k) => s.gate.arrival_for(h.d, v.len() as u64, Seen::Unknown, &k),
         };
         s.stash.push(Box::new(Stashed {
             env: Envelope {
@@ -202,6 +202,7 @@ impl Engine {
             comm_h: comm,
             d: h.d,
             src: h.src,
+            l: h.l,
             arrival,
             payload: v,
         }));

@@ -167,7 +167,7 @@ impl Engine {
             self.escaped(st);
         }
         let payload = (got - HDR) as u64;
-        self.gate(hdr.d, hdr.src, payload, block);
+        self.gate(hdr.d, hdr.src, hdr.l, payload, block);
         wire.place(got);
         if want_count {
             PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
@@ -202,7 +202,7 @@ impl Engine {
     /// Reserves the message's delivery time at the gate (one step under
     /// the lock, `RecvGate::reserve`), waits for it when `block`, and
     /// spends o_r.
-    pub(super) fn gate(&self, d: u64, src: u32, payload: u64, block: bool) {
+    pub(super) fn gate(&self, d: u64, src: u32, l: u64, payload: u64, block: bool) {
         let t = now();
         // At zero L and G nothing is looked at: no thread-local access on
         // the message path.
@@ -217,7 +217,7 @@ impl Engine {
         };
         // Targeting: the knobs of the pair (source's MPI_COMM_WORLD rank
         // from the header, this rank).
-        let k = (!self.from.is_empty()).then(|| self.knobs_from(src));
+        let k = self.recv_knobs(src, l);
         let r = {
             let mut st = self.lock();
             st.recvs += 1;
@@ -236,6 +236,7 @@ impl Engine {
         }
         let o_r = match &k {
             Some(k) => self.o_r_spin_from(k),
+            None if !self.cfg.o_r_dist.is_fixed() => self.o_r_spin_from(&self.cfg.plain_knobs()),
             None => self.o_r_spin,
         };
         if o_r > 0 {

@@ -28,6 +28,7 @@ pub(super) enum Pending {
         hdr: Box<Header>,
         bytes: u64,
         dest: c_int,
+        tag: c_int,
         comm: Comm,
         complete_at: u64,
         active: bool,

@@ -1,11 +1,11 @@
-//! The wire format: the 16-byte header that travels inside every
+//! The wire format: the 24-byte header that travels inside every
 //! application message, and the two encodings (staged copy, zero-copy
 //! struct datatype) of a message with its header.
 
 use super::*;
 
-pub const HDR: usize = 16;
-pub(super) const HDR_INT: c_int = 16;
+pub const HDR: usize = 24;
+pub(super) const HDR_INT: c_int = 24;
 pub(super) const MAGIC: u32 = 0x4C47_5021; // "LGP!"
 
 /// The piggyback.
@@ -17,13 +17,18 @@ pub struct Header {
     /// of the pair (targeting, `LOGGP_L=20us@inter`) without asking MPI.
     pub(super) src: u32,
     pub(super) d: u64,
+    /// The added L of this message, drawn by the sender (`LOGGP_L_DIST`,
+    /// `loggp_core::dist`) and raised so that it arrives no earlier than
+    /// the message before it on its channel; unused while L is fixed.
+    pub(super) l: u64,
 }
 
 impl Header {
-    pub(super) fn new(d: u64, src: c_int) -> Header {
+    pub(super) fn new(d: u64, src: c_int, l: u64) -> Header {
         Header {
             magic: MAGIC,
             src: u32::try_from(src).unwrap_or(0),
+            l,
             // Across hosts: the job's reference time base, tagged with this
             // host (the receiver's gate turns it back, `loggp_core::clocks`).
             d: crate::clock::stamp(d),
