@@ -401,6 +401,11 @@ unsafe fn measure_native(
         g_r: 0,
         g_big: 0.0,
         vt: loggp_core::VtMode::On,
+        // Every knob at zero means no targeted item and no draw either.
+        targets: Default::default(),
+        l_dist: loggp_core::dist::Dist::Fixed,
+        o_s_dist: loggp_core::dist::Dist::Fixed,
+        o_r_dist: loggp_core::dist::Dist::Fixed,
         ..cfg.clone()
     };
     let mut probe = Engine::new(zero, *c, rank, size, Transit::default());
