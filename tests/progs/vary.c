@@ -5,6 +5,14 @@
  *       one-way time (arrival - send time: one host, one CLOCK_MONOTONIC)
  *       and answers with 0 bytes; rank 1 prints
  *       "vary oneway: ow=<median> ow_p25= ow_p75= ow_mean= n=" (us)
+ *   vary osend <repetitions>
+ *       time inside MPI_Send of 8 bytes on rank 0 (o_s; LOGGP_O_S_DIST),
+ *       rank 1 answering with 0 bytes; rank 0 prints
+ *       "vary osend: t=<median> t_p25= t_p75= n=" (us)
+ *   vary orecv <repetitions>
+ *       time inside MPI_Recv on rank 1 of an 8-byte message that arrived
+ *       200 us before (o_r; LOGGP_O_R_DIST); rank 1 prints
+ *       "vary orecv: t=<median> t_p25= t_p75= n=" (us)
  *   vary order <rounds>
  *       each round rank 0 Isends 20 8-byte messages of one tag back to
  *       back; rank 1 has posted 20 Irecvs and completes them with
@@ -51,6 +59,34 @@ int main(int argc, char **argv) {
       qsort(ow, (size_t)reps, sizeof *ow, cmp);
       printf("vary oneway: ow=%.3f ow_p25=%.3f ow_p75=%.3f ow_mean=%.3f n=%d\n", ow[reps / 2],
              ow[reps / 4], ow[3 * reps / 4], sum / reps, reps);
+    }
+  } else if (!strcmp(argv[1], "osend") || !strcmp(argv[1], "orecv")) {
+    int send = !strcmp(argv[1], "osend");
+    unsigned char b[8];
+    for (int k = -WARMUP; k < reps; k++) {
+      if (my_rank == 0) {
+        if (!send) MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        fill(b, 8, 0, k + WARMUP);
+        double t0 = now_us();
+        MPI_OK(MPI_Send(b, 8, MPI_BYTE, 1, 1, MPI_COMM_WORLD));
+        if (send && k >= 0) ow[k] = now_us() - t0;
+        if (send) MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      } else {
+        if (!send) {
+          MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, 2, MPI_COMM_WORLD));
+          busy_until(now_us() + 200);
+        }
+        double t0 = now_us();
+        MPI_OK(MPI_Recv(b, 8, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        if (!send && k >= 0) ow[k] = now_us() - t0;
+        CHECK(verify(b, 8, 0, k + WARMUP) < 0, "message %d differs", k + WARMUP);
+        if (send) MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, 2, MPI_COMM_WORLD));
+      }
+    }
+    if (my_rank == (send ? 0 : 1)) {
+      qsort(ow, (size_t)reps, sizeof *ow, cmp);
+      printf("vary %s: t=%.3f t_p25=%.3f t_p75=%.3f n=%d\n", argv[1], ow[reps / 2], ow[reps / 4],
+             ow[3 * reps / 4], reps);
     }
   } else if (!strcmp(argv[1], "order")) {
     unsigned char b[BURST][8];
