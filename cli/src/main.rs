@@ -49,7 +49,9 @@ enum Cmd {
 /// The program is an MPI launcher (mpirun, mpiexec) or one process. Each
 /// knob flag means exactly what its variable means (`--L +5us` is
 /// `LOGGP_L=+5us`); LOGGP_* variables already in the environment apply
-/// too, and a flag wins over them.
+/// too, and a flag wins over them. A knob may target some pairs of ranks:
+/// `--L 1us,20us@inter` (@inter, @intra, @ranks=0-3, @from=0-3, @to=0-3,
+/// @pairs=0:1; README, "Targeting").
 #[derive(clap::Args, Debug)]
 #[command(after_help = UNITS)]
 struct RunArgs {
@@ -76,6 +78,19 @@ struct RunArgs {
     /// LOGGP_G: floor on the time per byte, or a bandwidth (1GB/s)
     #[arg(long = "G", value_name = "BANDWIDTH", allow_hyphen_values = true, value_parser = args::knob("LOGGP_G"))]
     big_g: Option<String>,
+    /// LOGGP_L_DIST: distribution of L per message around its value
+    /// (fixed, uniform:W, normal:S, exp, empirical:FILE)
+    #[arg(long = "l-dist", value_name = "DIST", value_parser = args::knob("LOGGP_L_DIST"))]
+    l_dist: Option<String>,
+    /// LOGGP_O_S_DIST: distribution of o_s per message (as --l-dist)
+    #[arg(long = "o-s-dist", value_name = "DIST", value_parser = args::knob("LOGGP_O_S_DIST"))]
+    o_s_dist: Option<String>,
+    /// LOGGP_O_R_DIST: distribution of o_r per message (as --l-dist)
+    #[arg(long = "o-r-dist", value_name = "DIST", value_parser = args::knob("LOGGP_O_R_DIST"))]
+    o_r_dist: Option<String>,
+    /// LOGGP_SEED: seed of the draws (each rank its own stream)
+    #[arg(long = "seed", value_name = "N", value_parser = args::knob("LOGGP_SEED"))]
+    seed: Option<String>,
     /// LOGGP_SEND_QUEUE: messages whose virtual departure lies ahead, at most
     #[arg(long = "send-queue", value_name = "N", allow_hyphen_values = true, value_parser = args::knob("LOGGP_SEND_QUEUE"))]
     send_queue: Option<String>,
@@ -109,6 +124,10 @@ impl RunArgs {
             ("LOGGP_G_S", &self.g_s),
             ("LOGGP_G_R", &self.g_r),
             ("LOGGP_G", &self.big_g),
+            ("LOGGP_L_DIST", &self.l_dist),
+            ("LOGGP_O_S_DIST", &self.o_s_dist),
+            ("LOGGP_O_R_DIST", &self.o_r_dist),
+            ("LOGGP_SEED", &self.seed),
             ("LOGGP_SEND_QUEUE", &self.send_queue),
             ("LOGGP_VT", &self.vt),
             ("LOGGP_LOG", &self.log),

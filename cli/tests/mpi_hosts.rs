@@ -18,6 +18,8 @@
 //!   `loggp-h1`, ping-pongs spread over 4 s; in the last tenth of the run
 //!   (over 3.6 s in, 720 us of drift uncorrected) each one-way time with
 //!   `L=+20us` is 10 to 30 us above the same job at zero without drift;
+//! - `L=+20us@inter` and `@intra` (targeting, Open MPI at 2 × 2): the
+//!   selected class of pair gets the 20 us, the other stays within 5 us;
 //! - a collective check at 4 ranks;
 //! - a host whose ranks have other `LOGGP_*` settings stops the job at
 //!   MPI_Init with one line naming it.
@@ -347,6 +349,72 @@ fn drift_while_running_openmpi() {
 #[test]
 fn drift_while_running_mpich() {
     drift(Mpi::Mpich);
+}
+
+/// Targeting by host (`loggp_core::target`): `L=+20us@inter` raises the
+/// off-node pairs of rank 0 by 17 to 23 us (median half round trip and
+/// each one-way time, against virtual time at zero) and leaves its
+/// on-node pair within 5 us; `@intra` the other way round. 2 x 2.
+fn targeted_by_host(mpi: Mpi, sel: &str) {
+    let what = format!("L=+20us@{sel} across hosts, 2 x 2, {}", mpi.name());
+    if !ready(&what) {
+        return;
+    }
+    let value = format!("+20us@{sel}");
+    retry(3, &what, || {
+        let job = |vars: &[(&str, &str)]| {
+            let o = HostJob::new(mpi, 2, "hosts")
+                .vars(vars)
+                .args(&["300"])
+                .run();
+            if o.success() && o.stdout.contains("hosts: PASS") {
+                Ok(o)
+            } else {
+                Err(format!("{vars:?}: failed\n{}", o.describe()))
+            }
+        };
+        let zero = job(&[("LOGGP_VT", "on")])?;
+        let l = job(&[("LOGGP_L", &value)])?;
+        let mut detail = Vec::new();
+        let (mut on, mut off) = (0, 0);
+        for p in 1..4 {
+            let same = l.num(&format!("same{p}")) == 1.0;
+            if same {
+                on += 1;
+            } else {
+                off += 1;
+            }
+            let selected = same == (sel == "intra");
+            for key in ["rtt", "fwd", "back"] {
+                let k = format!("{key}{p}");
+                let (z, v) = (zero.num(&k), l.num(&k));
+                let added = v - z;
+                let node = if same { "on-node" } else { "off-node" };
+                detail.push(format!("{node} pair 0-{p} {key}: {z:.2} -> {v:.2} us"));
+                let want = if selected { 17.0..=23.0 } else { -5.0..=5.0 };
+                if !want.contains(&added) {
+                    return Err(format!(
+                        "{node} pair 0-{p}: median {key} {z:.3} us at VT zero, {v:.3} us with \
+                         L={value}: added {added:.3} us, expected {want:?}\n{}",
+                        l.describe()
+                    ));
+                }
+            }
+        }
+        if on == 0 || off == 0 {
+            return Err(format!(
+                "expected on-node and off-node pairs, got {on} and {off}\n{}",
+                l.describe()
+            ));
+        }
+        Ok(detail.join("; "))
+    });
+}
+
+#[test]
+fn latency_between_hosts_only_openmpi() {
+    targeted_by_host(Mpi::OpenMpi, "inter");
+    targeted_by_host(Mpi::OpenMpi, "intra");
 }
 
 /// A collective check at 4 ranks on 2 hosts: Open MPI runs the

@@ -2,6 +2,8 @@
 //! (DESIGN.md §1 and §4). Bad input is never replaced by a default: it is an
 //! error naming the variable, the value and what is accepted.
 
+use crate::dist::{Dist, DIST_ACCEPTED};
+use crate::target::{parse_items, Pair, Rules, SEL_ACCEPTED};
 use crate::units::{self, G_ACCEPTED, SIZE_ACCEPTED, TIME_ACCEPTED};
 use std::fmt;
 
@@ -24,11 +26,36 @@ pub enum LogLevel {
     Debug,
 }
 
+/// The items of the knobs' variables that select a subset of the pairs
+/// (`LOGGP_L=20us@inter`, `crate::target`); the knob fields of [`Config`]
+/// hold the value for every other pair.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Targets {
+    pub l: Rules<u64>,
+    pub o_s: Rules<u64>,
+    pub o_r: Rules<u64>,
+    pub g_s: Rules<u64>,
+    pub g_r: Rules<u64>,
+    pub g_big: Rules<f64>,
+}
+
+/// The knobs of one pair of ranks (source, destination), after targeting.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Knobs {
+    pub l: u64,
+    pub o_s: u64,
+    pub o_r: u64,
+    pub g_s: u64,
+    pub g_r: u64,
+    pub g_big: f64,
+}
+
 /// Resolved configuration. Times are nanoseconds; `g_big` is nanoseconds per
 /// byte (0 = not set).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    /// `L`, added to every message's latency (León's In⁺).
+    /// `L`, added to every message's latency (León's In⁺); with targeting,
+    /// the value of the pairs no selection names (likewise the other knobs).
     pub l: u64,
     /// `o_s`, added CPU time per send initiation.
     pub o_s: u64,
@@ -62,6 +89,14 @@ pub struct Config {
     /// this rank's shim sees (not part of the fingerprint: it is meant to
     /// differ between hosts).
     pub test_clock: crate::clocks::TestClock,
+    /// The knobs' items with a selection (`@inter`, `@pairs=0:1`, ...).
+    pub targets: Targets,
+    /// Variation (`crate::dist`): the distributions of L, o_s and o_r per
+    /// message around the pair's value, and the seed of the draws.
+    pub l_dist: Dist,
+    pub o_s_dist: Dist,
+    pub o_r_dist: Dist,
+    pub seed: u64,
 }
 
 impl Default for Config {
@@ -80,6 +115,11 @@ impl Default for Config {
             inline_max: DEFAULT_INLINE_MAX,
             tsc_clock: true,
             test_clock: crate::clocks::TestClock::default(),
+            targets: Targets::default(),
+            l_dist: Dist::Fixed,
+            o_s_dist: Dist::Fixed,
+            o_r_dist: Dist::Fixed,
+            seed: 1,
         }
     }
 }
@@ -116,6 +156,26 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     ("LOGGP_G_S", "floor on the gap between departures", "0"),
     ("LOGGP_G_R", "floor on the gap between deliveries", "0"),
     ("LOGGP_G", "floor on time per byte (or a bandwidth)", "0"),
+    (
+        "LOGGP_L_DIST",
+        "distribution of L per message: fixed, uniform:W, normal:S, exp, empirical:FILE",
+        "fixed",
+    ),
+    (
+        "LOGGP_O_S_DIST",
+        "distribution of o_s per message (as LOGGP_L_DIST)",
+        "fixed",
+    ),
+    (
+        "LOGGP_O_R_DIST",
+        "distribution of o_r per message (as LOGGP_L_DIST)",
+        "fixed",
+    ),
+    (
+        "LOGGP_SEED",
+        "seed of the draws (each rank its own stream)",
+        "1",
+    ),
     ("LOGGP_SEND_QUEUE", "messages that may wait to depart", "64"),
     ("LOGGP_VT", "virtual time: auto, on, off", "auto"),
     ("LOGGP_LOG", "log to stderr: off, info, debug", "off"),
@@ -174,6 +234,42 @@ fn floor(var: &str, value: &str) -> Result<u64, ConfigError> {
     units::parse_time_ns(value).ok_or_else(|| err(var, value, TIME_ACCEPTED))
 }
 
+/// A knob's variable: `value[@selection][,value@selection...]`, each value
+/// read by `one` (which gives the error line of a bad value).
+fn knob<T: Copy + PartialEq + Default>(
+    var: &str,
+    value: &str,
+    one: impl Fn(&str, &str) -> Result<T, ConfigError>,
+) -> Result<(T, Rules<T>), ConfigError> {
+    if !value.contains(['@', ',']) {
+        return Ok((one(var, value)?, Rules::default()));
+    }
+    match parse_items(value, |v| one(var, v).ok()) {
+        Ok((d, rules)) => Ok((d.unwrap_or_default(), rules)),
+        Err(why) => {
+            // A bad value: the value's own line (what a value accepts).
+            for item in value.split(',') {
+                let v = item.split('@').next().unwrap_or_default();
+                if let Err(e) = one(var, v) {
+                    return Err(err(var, value, &e.accepted));
+                }
+            }
+            Err(err(var, value, &format!("{SEL_ACCEPTED} ({why})")))
+        }
+    }
+}
+
+fn g_value(var: &str, v: &str) -> Result<f64, ConfigError> {
+    if v.trim().starts_with('+') {
+        return Err(err(
+            var,
+            v,
+            &format!("{G_ACCEPTED}; G is a floor (a target value), not a +delta"),
+        ));
+    }
+    units::parse_g_ns_per_byte(v).ok_or_else(|| err(var, v, G_ACCEPTED))
+}
+
 impl Config {
     /// Builds the configuration from `(name, value)` pairs, typically the
     /// process environment. Variables not starting with `LOGGP_` are
@@ -194,20 +290,28 @@ impl Config {
         pairs.sort();
         for (k, v) in &pairs {
             match k.as_str() {
-                "LOGGP_L" => c.l = added(k, v)?,
-                "LOGGP_O_S" => c.o_s = added(k, v)?,
-                "LOGGP_O_R" => c.o_r = added(k, v)?,
-                "LOGGP_G_S" => c.g_s = floor(k, v)?,
-                "LOGGP_G_R" => c.g_r = floor(k, v)?,
-                "LOGGP_G" => {
-                    if v.trim().starts_with('+') {
-                        return Err(err(
-                            k,
-                            v,
-                            &format!("{G_ACCEPTED}; G is a floor (a target value), not a +delta"),
-                        ));
+                "LOGGP_L" => (c.l, c.targets.l) = knob(k, v, added)?,
+                "LOGGP_O_S" => (c.o_s, c.targets.o_s) = knob(k, v, added)?,
+                "LOGGP_O_R" => (c.o_r, c.targets.o_r) = knob(k, v, added)?,
+                "LOGGP_G_S" => (c.g_s, c.targets.g_s) = knob(k, v, floor)?,
+                "LOGGP_G_R" => (c.g_r, c.targets.g_r) = knob(k, v, floor)?,
+                "LOGGP_G" => (c.g_big, c.targets.g_big) = knob(k, v, g_value)?,
+                "LOGGP_L_DIST" | "LOGGP_O_S_DIST" | "LOGGP_O_R_DIST" => {
+                    let d = Dist::parse(v, |p| {
+                        std::fs::read_to_string(p).map_err(|e| format!("cannot read {p}: {e}"))
+                    })
+                    .map_err(|why| err(k, v, &format!("{DIST_ACCEPTED} ({why})")))?;
+                    match k.as_str() {
+                        "LOGGP_L_DIST" => c.l_dist = d,
+                        "LOGGP_O_S_DIST" => c.o_s_dist = d,
+                        _ => c.o_r_dist = d,
                     }
-                    c.g_big = units::parse_g_ns_per_byte(v).ok_or_else(|| err(k, v, G_ACCEPTED))?
+                }
+                "LOGGP_SEED" => {
+                    c.seed = v
+                        .trim()
+                        .parse::<u64>()
+                        .map_err(|_| err(k, v, "a whole number from 0 to 2^64-1"))?
                 }
                 "LOGGP_SEND_QUEUE" => {
                     c.send_queue = v
@@ -280,14 +384,135 @@ impl Config {
         Ok(c)
     }
 
-    /// True when some knob asks for a perturbation.
+    /// True when some knob asks for a perturbation (of some pair).
     pub fn perturbs(&self) -> bool {
-        self.l > 0
-            || self.o_s > 0
-            || self.o_r > 0
-            || self.g_s > 0
-            || self.g_r > 0
-            || self.g_big > 0.0
+        self.varied()
+            || self.any_l()
+            || self.any_o_s()
+            || self.any_o_r()
+            || self.any_g_s()
+            || self.any_g_r()
+            || self.any_g_big()
+    }
+
+    /// Some knob varies per message (`LOGGP_*_DIST` other than fixed).
+    pub fn varied(&self) -> bool {
+        !(self.l_dist.is_fixed() && self.o_s_dist.is_fixed() && self.o_r_dist.is_fixed())
+    }
+
+    /// `L` is above zero for some pair.
+    pub fn any_l(&self) -> bool {
+        self.l > 0 || self.targets.l.values().any(|v| v > 0)
+    }
+    pub fn any_o_s(&self) -> bool {
+        self.o_s > 0 || self.targets.o_s.values().any(|v| v > 0)
+    }
+    pub fn any_o_r(&self) -> bool {
+        self.o_r > 0 || self.targets.o_r.values().any(|v| v > 0)
+    }
+    pub fn any_g_s(&self) -> bool {
+        self.g_s > 0 || self.targets.g_s.values().any(|v| v > 0)
+    }
+    pub fn any_g_r(&self) -> bool {
+        self.g_r > 0 || self.targets.g_r.values().any(|v| v > 0)
+    }
+    pub fn any_g_big(&self) -> bool {
+        self.g_big > 0.0 || self.targets.g_big.values().any(|v| v > 0.0)
+    }
+
+    /// True when some knob has items with a selection: the knobs then
+    /// depend on the pair ([`Config::knobs`]).
+    pub fn targeted(&self) -> bool {
+        let t = &self.targets;
+        !(t.l.is_empty()
+            && t.o_s.is_empty()
+            && t.o_r.is_empty()
+            && t.g_s.is_empty()
+            && t.g_r.is_empty()
+            && t.g_big.is_empty())
+    }
+
+    /// True when a knob the sender applies (`o_s`, `g_s`, `G`, and `L`,
+    /// which the sender decides for each message) depends on the pair:
+    /// the sender must then know its destination's rank.
+    pub fn targeted_at_sender(&self) -> bool {
+        let t = &self.targets;
+        !(t.l.is_empty() && t.o_s.is_empty() && t.g_s.is_empty() && t.g_big.is_empty())
+    }
+
+    /// The knobs of one pair: for each knob its most specific item that
+    /// selects the pair, else its plain value (`crate::target`).
+    pub fn knobs(&self, p: Pair) -> Knobs {
+        let t = &self.targets;
+        Knobs {
+            l: t.l.value(p, self.l),
+            o_s: t.o_s.value(p, self.o_s),
+            o_r: t.o_r.value(p, self.o_r),
+            g_s: t.g_s.value(p, self.g_s),
+            g_r: t.g_r.value(p, self.g_r),
+            g_big: t.g_big.value(p, self.g_big),
+        }
+    }
+
+    /// The knobs every pair gets when nothing is targeted.
+    pub fn plain_knobs(&self) -> Knobs {
+        Knobs {
+            l: self.l,
+            o_s: self.o_s,
+            o_r: self.o_r,
+            g_s: self.g_s,
+            g_r: self.g_r,
+            g_big: self.g_big,
+        }
+    }
+
+    /// Once MPI_Init knows the job (`size` ranks, `host_of[r]` the host
+    /// index of rank `r`): refuses a selection that names a rank the job
+    /// does not have or selects none of its pairs, naming the variable.
+    pub fn check_job(&self, size: u32, host_of: &[usize]) -> Result<(), ConfigError> {
+        let t = &self.targets;
+        let checks = [
+            ("LOGGP_L", t.l.check_job(size, host_of)),
+            ("LOGGP_O_S", t.o_s.check_job(size, host_of)),
+            ("LOGGP_O_R", t.o_r.check_job(size, host_of)),
+            ("LOGGP_G_S", t.g_s.check_job(size, host_of)),
+            ("LOGGP_G_R", t.g_r.check_job(size, host_of)),
+            ("LOGGP_G", t.g_big.check_job(size, host_of)),
+        ];
+        for (var, r) in checks {
+            if let Err(why) = r {
+                return Err(ConfigError {
+                    var: var.to_string(),
+                    value: self.knob_text(var),
+                    accepted: format!("selections of this job's ranks and pairs: {why}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A knob's setting as its variable would spell it.
+    pub fn knob_text(&self, var: &str) -> String {
+        use units::{fmt_g, fmt_ns};
+        fn items<T: Copy>(first: String, r: &Rules<T>, f: impl Fn(T) -> String) -> String {
+            let mut s = first;
+            for (sel, v) in &r.items {
+                s.push_str(&format!(",{}@{sel}", f(*v)));
+            }
+            s
+        }
+        let t = &self.targets;
+        let ns = |v: u64| fmt_ns(v as f64);
+        let plus = |v: u64| format!("+{}", fmt_ns(v as f64));
+        match var {
+            "LOGGP_L" => items(plus(self.l), &t.l, plus),
+            "LOGGP_O_S" => items(plus(self.o_s), &t.o_s, plus),
+            "LOGGP_O_R" => items(plus(self.o_r), &t.o_r, plus),
+            "LOGGP_G_S" => items(ns(self.g_s), &t.g_s, ns),
+            "LOGGP_G_R" => items(ns(self.g_r), &t.g_r, ns),
+            "LOGGP_G" => items(fmt_g(self.g_big), &t.g_big, fmt_g),
+            _ => String::new(),
+        }
     }
 
     /// True when the virtual-time machinery must run.
@@ -318,25 +543,55 @@ impl Config {
         feed(self.g_big.to_bits());
         feed(u64::from(self.send_queue));
         feed(u64::from(self.vt_active()));
+        if self.varied() {
+            self.l_dist.hash_into(&mut feed);
+            self.o_s_dist.hash_into(&mut feed);
+            self.o_r_dist.hash_into(&mut feed);
+            feed(self.seed);
+        }
+        if self.targeted() {
+            for var in [
+                "LOGGP_L",
+                "LOGGP_O_S",
+                "LOGGP_O_R",
+                "LOGGP_G_S",
+                "LOGGP_G_R",
+                "LOGGP_G",
+            ] {
+                for b in self.knob_text(var).bytes() {
+                    feed(u64::from(b));
+                }
+            }
+        }
         h
     }
 }
 
 impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use units::{fmt_g, fmt_ns};
         write!(
             f,
-            "L=+{} o_s=+{} o_r=+{} g_s={} g_r={} G={} send_queue={} vt={}",
-            fmt_ns(self.l as f64),
-            fmt_ns(self.o_s as f64),
-            fmt_ns(self.o_r as f64),
-            fmt_ns(self.g_s as f64),
-            fmt_ns(self.g_r as f64),
-            fmt_g(self.g_big),
+            "L={} o_s={} o_r={} g_s={} g_r={} G={} send_queue={} vt={}",
+            self.knob_text("LOGGP_L"),
+            self.knob_text("LOGGP_O_S"),
+            self.knob_text("LOGGP_O_R"),
+            self.knob_text("LOGGP_G_S"),
+            self.knob_text("LOGGP_G_R"),
+            self.knob_text("LOGGP_G"),
             self.send_queue,
             if self.vt_active() { "on" } else { "off" }
-        )
+        )?;
+        if self.varied() {
+            write!(
+                f,
+                " L_dist={} o_s_dist={} o_r_dist={} seed={}",
+                self.l_dist.text(),
+                self.o_s_dist.text(),
+                self.o_r_dist.text(),
+                self.seed
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -438,11 +693,86 @@ mod tests {
     }
 
     #[test]
+    fn targeted_items_resolve_per_pair() {
+        let c = cfg(&[
+            ("LOGGP_L", "1us,20us@inter"),
+            ("LOGGP_O_S", "5us@from=1"),
+            ("LOGGP_G", "1GB/s@pairs=0:1"),
+        ])
+        .unwrap();
+        assert!(c.targeted() && c.targeted_at_sender() && c.perturbs());
+        let p = |src, dst, same_host| Pair {
+            src,
+            dst,
+            same_host,
+        };
+        let k = c.knobs(p(1, 0, false));
+        assert_eq!((k.l, k.o_s, k.g_big), (20_000, 5_000, 1.0));
+        let k = c.knobs(p(0, 2, true));
+        assert_eq!((k.l, k.o_s, k.g_big), (1_000, 0, 0.0));
+        assert_eq!(c.to_string().split(' ').next(), Some("L=+1us,+20us@inter"));
+        // Only a selected non-zero value still perturbs.
+        let c = cfg(&[("LOGGP_G_R", "0,5us@intra")]).unwrap();
+        assert!(c.perturbs() && c.vt_active() && c.targeted() && !c.targeted_at_sender());
+        assert!(!cfg(&[("LOGGP_L", "0@inter")]).unwrap().perturbs());
+    }
+
+    #[test]
+    fn targeting_errors_name_the_variable() {
+        let e = cfg(&[("LOGGP_O_R", "1us@ranks=0-3,2us@ranks=8")]).unwrap_err();
+        assert_eq!(e.var, "LOGGP_O_R");
+        assert!(e.accepted.contains("common pairs"), "{e}");
+        assert!(!e.to_string().contains('\n'));
+        let e = cfg(&[("LOGGP_G_S", "+2us@inter")]).unwrap_err();
+        assert!(e.accepted.contains("floor"), "{e}");
+        let e = cfg(&[("LOGGP_L", "2us@node=1")]).unwrap_err();
+        assert!(e.accepted.contains("@pairs=0:1"), "{e}");
+        let e = cfg(&[("LOGGP_G", "fast@inter")]).unwrap_err();
+        assert!(e.accepted.contains("bandwidth"), "{e}");
+        let c = cfg(&[("LOGGP_G_R", "5us@pairs=0:5")]).unwrap();
+        let e = c.check_job(4, &[0, 0, 0, 0]).unwrap_err();
+        assert_eq!(e.var, "LOGGP_G_R");
+        assert!(e.to_string().contains("rank 5"), "{e}");
+        assert!(c.check_job(6, &[0; 6]).is_ok());
+    }
+
+    #[test]
+    fn distributions_and_seed() {
+        let c = cfg(&[("LOGGP_L", "20us"), ("LOGGP_L_DIST", "normal:5us")]).unwrap();
+        assert_eq!(c.l_dist, Dist::Normal(5_000.0));
+        assert!(c.varied() && c.perturbs());
+        assert!(
+            c.to_string()
+                .ends_with("L_dist=normal:5us o_s_dist=fixed o_r_dist=fixed seed=1"),
+            "{c}"
+        );
+        // A distribution around 0 still perturbs (draws are truncated at 0).
+        assert!(cfg(&[("LOGGP_O_R_DIST", "exp")]).unwrap().perturbs());
+        let e = cfg(&[("LOGGP_O_S_DIST", "gauss:5us")]).unwrap_err();
+        assert_eq!(e.var, "LOGGP_O_S_DIST");
+        assert!(e.accepted.contains("normal:S"), "{e}");
+        let e = cfg(&[("LOGGP_L_DIST", "empirical:/no/such/file")]).unwrap_err();
+        assert!(e.accepted.contains("cannot read /no/such/file"), "{e}");
+        assert_eq!(cfg(&[("LOGGP_SEED", "-1")]).unwrap_err().var, "LOGGP_SEED");
+        let a = cfg(&[("LOGGP_L_DIST", "normal:5us"), ("LOGGP_SEED", "1")]).unwrap();
+        let b = cfg(&[("LOGGP_L_DIST", "normal:5us"), ("LOGGP_SEED", "2")]).unwrap();
+        let n = cfg(&[("LOGGP_L_DIST", "normal:6us"), ("LOGGP_SEED", "1")]).unwrap();
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        assert_ne!(a.fingerprint(), n.fingerprint());
+    }
+
+    #[test]
     fn fingerprint_tracks_knobs() {
         let a = cfg(&[("LOGGP_L", "5us")]).unwrap();
         let b = cfg(&[("LOGGP_L", "6us")]).unwrap();
         let c = cfg(&[("LOGGP_L", "5us"), ("LOGGP_LOG", "info")]).unwrap();
         assert_ne!(a.fingerprint(), b.fingerprint());
         assert_eq!(a.fingerprint(), c.fingerprint());
+        let t1 = cfg(&[("LOGGP_L", "5us,1us@inter")]).unwrap();
+        let t2 = cfg(&[("LOGGP_L", "5us,1us@intra")]).unwrap();
+        let t3 = cfg(&[("LOGGP_L", "5us,1us@pairs=0:1")]).unwrap();
+        assert_ne!(t1.fingerprint(), a.fingerprint());
+        assert_ne!(t1.fingerprint(), t2.fingerprint());
+        assert_ne!(t2.fingerprint(), t3.fingerprint());
     }
 }

@@ -8,12 +8,14 @@
 pub mod clocks;
 pub mod coll;
 pub mod config;
+pub mod dist;
 pub mod fit;
 pub mod mpilib;
 pub mod oncemap;
 pub mod prtt;
 pub mod stash;
 pub mod stats;
+pub mod target;
 pub mod tolerance;
 pub mod tsc;
 pub mod units;

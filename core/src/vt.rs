@@ -22,7 +22,7 @@
 //!
 //! Every time here is nanoseconds on one monotonic clock, passed in.
 
-use crate::config::Config;
+use crate::config::{Config, Knobs};
 use crate::units::round_ns;
 use std::collections::VecDeque;
 
@@ -153,6 +153,13 @@ impl SendSide {
     /// Schedules one message of `bytes` bytes whose `o_s` has been spent by
     /// `now`.
     pub fn depart(&mut self, now: u64, bytes: u64) -> Departure {
+        self.depart_with(now, bytes, self.g_s, self.g_big)
+    }
+
+    /// `depart` for a message whose pair has its own `g_s` and `G`
+    /// (targeting): the link is busy `g_s + (s-1)·G` of *this* message's
+    /// pair after it departs, so the next departure, to anyone, waits that.
+    pub fn depart_with(&mut self, now: u64, bytes: u64, g_s: u64, g_big: f64) -> Departure {
         while self.pending.front().is_some_and(|&d| d <= now) {
             self.pending.pop_front();
         }
@@ -167,8 +174,8 @@ impl SendSide {
             self.pending.pop_front();
         }
         let d = ready.max(self.link_free);
-        let wire = round_ns(bytes_after_first(bytes) * self.g_big);
-        self.link_free = d + self.g_s + wire;
+        let wire = round_ns(bytes_after_first(bytes) * g_big);
+        self.link_free = d + g_s + wire;
         if d > ready {
             self.pending.push_back(d);
         }
@@ -221,9 +228,10 @@ impl Seen {
 /// Per-rank receiver state: the delivery gate.
 #[derive(Clone, Debug)]
 pub struct RecvGate {
-    l: u64,
-    g_r: u64,
-    g_big: f64,
+    /// The knobs of a message that names none (every pair's, untargeted).
+    knobs: Knobs,
+    /// Some pair has an added `L` or a `G` floor (`uses_seen`).
+    any_l_or_g: bool,
     transit: Transit,
     last_delivery: Option<u64>,
     /// Smallest `now - d` seen by `reserve` since the last
@@ -241,9 +249,8 @@ pub struct RecvGate {
 impl RecvGate {
     pub fn new(cfg: &Config, transit: Transit) -> RecvGate {
         RecvGate {
-            l: cfg.l,
-            g_r: cfg.g_r,
-            g_big: cfg.g_big,
+            knobs: cfg.plain_knobs(),
+            any_l_or_g: cfg.any_l() || cfg.any_g_big(),
             transit,
             last_delivery: None,
             min_one_way: u64::MAX,
@@ -312,17 +319,22 @@ impl RecvGate {
     /// Virtual arrival of a message that departed at `d`, as the receiver
     /// `seen` it arrive natively.
     pub fn arrival_seen(&self, d: u64, bytes: u64, seen: Seen) -> u64 {
+        self.arrival_for(d, bytes, seen, &self.knobs)
+    }
+
+    /// `arrival_seen` of a message with its pair's knobs `k` (`L`, `G`).
+    pub fn arrival_for(&self, d: u64, bytes: u64, seen: Seen, k: &Knobs) -> u64 {
         let (d, transit) = self.local(d);
-        let extra_g = (self.g_big - transit.per_byte_ns).max(0.0);
+        let extra_g = (k.g_big - transit.per_byte_ns).max(0.0);
         let native = (d + round_ns(transit.of(bytes))).max(seen.time());
-        native + round_ns(self.l as f64 + bytes_after_first(bytes) * extra_g)
+        native + round_ns(k.l as f64 + bytes_after_first(bytes) * extra_g)
     }
 
     /// True when what the receiver saw of native arrivals can change a
     /// delivery (an added `L` or `G`); the receiver need not look
     /// otherwise (an MPI call saved per blocking receive).
     pub fn uses_seen(&self) -> bool {
-        self.l > 0 || self.g_big > 0.0
+        self.any_l_or_g
     }
 
     /// Earliest time at which the message may be delivered: `max(a, previous
@@ -333,9 +345,15 @@ impl RecvGate {
 
     /// `ready_at` with what the receiver saw of the native arrival.
     pub fn ready_at_seen(&self, d: u64, bytes: u64, seen: Seen) -> u64 {
-        let a = self.arrival_seen(d, bytes, seen);
+        self.ready_at_for(d, bytes, seen, &self.knobs)
+    }
+
+    /// `ready_at_seen` with the pair's knobs `k`: the delivery waits `g_r`
+    /// of *this* message's pair after the previous delivery, from anyone.
+    pub fn ready_at_for(&self, d: u64, bytes: u64, seen: Seen, k: &Knobs) -> u64 {
+        let a = self.arrival_for(d, bytes, seen, k);
         match self.last_delivery {
-            Some(last) if self.g_r > 0 => a.max(last + self.g_r),
+            Some(last) if k.g_r > 0 => a.max(last + k.g_r),
             _ => a,
         }
     }
@@ -352,9 +370,15 @@ impl RecvGate {
 
     /// `reserve` with what the receiver saw of the native arrival.
     pub fn reserve_seen(&mut self, now: u64, d: u64, bytes: u64, seen: Seen) -> u64 {
+        let k = self.knobs;
+        self.reserve_for(now, d, bytes, seen, &k)
+    }
+
+    /// `reserve_seen` with the pair's knobs `k`.
+    pub fn reserve_for(&mut self, now: u64, d: u64, bytes: u64, seen: Seen, k: &Knobs) -> u64 {
         let one_way = now.saturating_sub(self.local(d).0);
         self.min_one_way = self.min_one_way.min(one_way);
-        let r = now.max(self.ready_at_seen(d, bytes, seen));
+        let r = now.max(self.ready_at_for(d, bytes, seen, k));
         self.last_delivery = Some(self.last_delivery.map_or(r, |l| l.max(r)));
         r
     }
@@ -635,6 +659,41 @@ mod tests {
                 w[1]
             );
         }
+    }
+
+    #[test]
+    fn targeted_knobs_apply_per_message() {
+        // L=+20us between ranks 0 and 1 only, g_r 10us from rank 2 only.
+        let c = Config::from_vars([
+            ("LOGGP_L", "20us@pairs=0:1"),
+            ("LOGGP_G_R", "10us@from=2"),
+            ("LOGGP_G_S", "5us@to=1"),
+        ])
+        .unwrap();
+        let pair = |src, dst| crate::target::Pair {
+            src,
+            dst,
+            same_host: true,
+        };
+        let mut g = RecvGate::new(&c, Transit::from_points(&[(8, 1_000.0)]));
+        assert!(g.uses_seen());
+        // At rank 0: from 1 the message waits L; from 2 it does not.
+        let k1 = c.knobs(pair(1, 0));
+        let k2 = c.knobs(pair(2, 0));
+        assert_eq!(g.reserve_for(1_000, 0, 8, Seen::Unknown, &k1), 21_000);
+        // From 2: no L, but 10 us after the previous delivery (from 1).
+        assert_eq!(g.reserve_for(21_000, 20_500, 8, Seen::Unknown, &k2), 31_000);
+        assert_eq!(g.reserve_for(42_000, 41_000, 8, Seen::Unknown, &k2), 42_000);
+        // From 1: L, and no gap.
+        assert_eq!(g.ready_at_for(32_000, 8, Seen::Unknown, &k1), 53_000);
+        assert_eq!(g.ready_at_for(1_000, 8, Seen::Unknown, &k1), 22_000);
+        // The sender: the gap after a message to 1, none after one to 2.
+        let mut s = SendSide::new(&c);
+        let to1 = c.knobs(pair(0, 1));
+        let to2 = c.knobs(pair(0, 2));
+        assert_eq!(s.depart_with(0, 8, to1.g_s, to1.g_big).d, 0);
+        assert_eq!(s.depart_with(0, 8, to2.g_s, to2.g_big).d, 5_000);
+        assert_eq!(s.depart_with(5_000, 8, to2.g_s, to2.g_big).d, 5_000);
     }
 
     #[test]

@@ -210,6 +210,21 @@ pub unsafe fn after_init(cfg: Config) {
         Vec::new()
     };
     let hosts_n = host_of.iter().max().map_or(1, |&h| h + 1);
+    // Targeting: a selection naming a rank the job lacks, or selecting none
+    // of its pairs (`@inter` on one host), stops the job with one line.
+    if vt {
+        if let Err(mut e) = cfg.check_job(u32::try_from(size).unwrap_or(0), &host_of) {
+            // The value as the user wrote it.
+            if let Ok(v) = std::env::var(&e.var) {
+                e.value = v;
+            }
+            if rank == 0 {
+                log::line(&e.to_string());
+            }
+            PMPI_Barrier(private);
+            libc::_exit(1)
+        }
+    }
     // Several hosts: synchronise the clocks first, so that the transit
     // measurement below reads departures in this rank's clock.
     let mut epochs = Vec::new();
@@ -300,6 +315,7 @@ pub unsafe fn after_init(cfg: Config) {
     }
     let mut e = Engine::new(cfg, c, rank, size, transit);
     e.set_own_costs(native.own_send_ns, native.own_recv_ns);
+    e.set_pairs(&host_of);
     let mut provided: c_int = abi::THREAD_MULTIPLE;
     PMPI_Query_thread(&mut provided);
     e.set_thread_level(provided);
@@ -391,6 +407,11 @@ unsafe fn measure_native(
         g_r: 0,
         g_big: 0.0,
         vt: loggp_core::VtMode::On,
+        // Every knob at zero means no targeted item and no draw either.
+        targets: Default::default(),
+        l_dist: loggp_core::dist::Dist::Fixed,
+        o_s_dist: loggp_core::dist::Dist::Fixed,
+        o_r_dist: loggp_core::dist::Dist::Fixed,
         ..cfg.clone()
     };
     let mut probe = Engine::new(zero, *c, rank, size, Transit::default());
@@ -904,9 +925,10 @@ unsafe fn sync_clocks(
 static DRIFT_LOG: OnceLock<(u64, usize, bool)> = OnceLock::new();
 
 /// The wire format's version: 2 since departures travel as stamps
-/// (`loggp_core::clocks::Stamp`), 3 since the header's second word is the
-/// hand-off lag. Ranks of different builds must agree.
-const WIRE: u32 = 3;
+/// (`loggp_core::clocks::Stamp`); 5 since the header is 32 bytes and names
+/// the sender, carries the drawn L and the hand-off lag. Ranks of
+/// different builds must agree.
+const WIRE: u32 = 5;
 
 /// What must agree across ranks about the shim's build.
 fn build_id() -> String {

@@ -253,3 +253,12 @@ reals! {
     fn PMPI_Exscan_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, comm: Comm);
     fn PMPI_Iexscan_c(sbuf: *const c_void, rbuf: *mut c_void, n: Count, dt: Datatype, op: Op, comm: Comm, req: *mut Request);
 }
+
+// ---------------------------------------------------------------------------
+// Targeting (`LOGGP_L=20us@inter`): the world rank of a communicator's rank.
+reals! {
+    fn PMPI_Comm_group(comm: Comm, group: *mut Handle);
+    fn PMPI_Comm_remote_group(comm: Comm, group: *mut Handle);
+    fn PMPI_Group_translate_ranks(g1: Handle, n: c_int, r1: *const c_int, g2: Handle, r2: *mut c_int);
+    fn PMPI_Group_free(group: *mut Handle);
+}

@@ -487,11 +487,16 @@ unsafe fn agree(dup: Comm, comm: Comm) {
 /// Forgets (and frees) the private duplicate of a communicator the
 /// application is freeing.
 unsafe fn forget(comm: Comm) {
+    // What the engine learned of the two (targeting): their handles may
+    // name other communicators next. A duplicate still in use by a
+    // collective in flight is merely learned again.
+    engine::get().forget_comm(comm);
     let en = comms().as_mut().and_then(|m| m.remove(&key(comm)));
     if let Some(en) = en {
         let Ok(mut dup) = dup_wait(&en.slot) else {
             return;
         };
+        engine::get().forget_comm(dup);
         if nb::running() {
             // MPI lets a communicator be freed with collectives on it still
             // in flight; ours use the duplicate, freed when they are done.
@@ -520,6 +525,9 @@ fn free_deferred() {
     }
     let all = std::mem::take(&mut *deferred());
     for mut d in all {
+        if let Some(e) = engine::get_opt() {
+            e.forget_comm(d.0);
+        }
         // SAFETY: a duplicate of ours, no longer used by any collective.
         unsafe {
             real::PMPI_Comm_free(&mut d.0);

@@ -26,13 +26,24 @@ impl Engine {
         !st.reqs.is_empty() && reqs.iter().any(|r| st.reqs.contains_key(&key(*r)))
     }
 
+    /// `RecvGate::ready_at` of a message from `src` (MPI_COMM_WORLD rank)
+    /// with the knobs of its pair.
+    pub(super) fn ready_at(&self, gate: &RecvGate, d: u64, src: u32, l: u64, bytes: u64) -> u64 {
+        match self.recv_knobs(src, l) {
+            None => gate.ready_at(d, bytes),
+            Some(k) => gate.ready_at_for(d, bytes, Seen::Unknown, &k),
+        }
+    }
+
     /// For a natively complete tracked request: the time at which it may
     /// complete in the emulated machine.
     pub(super) unsafe fn ready_time(&self, p: &Pending, st: &Status, gate: &RecvGate) -> u64 {
         match p {
             Pending::Send { complete_at, .. } | Pending::PSend { complete_at, .. } => *complete_at,
             Pending::PBsend { .. } | Pending::Coll { .. } => 0,
-            Pending::FromStash { msg, .. } => gate.ready_at(msg.d, msg.payload.len() as u64),
+            Pending::FromStash { msg, .. } => {
+                self.ready_at(gate, msg.d, msg.src, msg.l, msg.payload.len() as u64)
+            }
             Pending::Recv(wire) => {
                 let mut cancelled: c_int = 0;
                 PMPI_Test_cancelled(st, &mut cancelled);
@@ -40,14 +51,15 @@ impl Engine {
                     return 0;
                 }
                 let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
-                gate.ready_at(wire.header().d, payload)
+                let h = wire.header();
+                self.ready_at(gate, h.d, h.src, h.l, payload)
             }
             Pending::PRecv { hdr, .. } => {
                 let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
                 if st.source() == abi::PROC_NULL {
                     0
                 } else {
-                    gate.ready_at(hdr.d, payload)
+                    self.ready_at(gate, hdr.d, hdr.src, hdr.l, payload)
                 }
             }
         }
@@ -106,11 +118,17 @@ impl Engine {
                 complete_at,
                 active,
                 bytes,
+                dest,
+                tag,
+                comm,
             } => {
                 *active = false;
                 Pending::PSend {
                     hdr: Box::new(**hdr),
                     bytes: *bytes,
+                    dest: *dest,
+                    tag: *tag,
+                    comm: *comm,
                     complete_at: *complete_at,
                     active: false,
                 }
@@ -203,6 +221,16 @@ impl Engine {
 
     /// Where a request stands for the emulated machine.
     pub(super) unsafe fn poll(&self, r: Request) -> Poll {
+        self.poll_at(r, now())
+    }
+
+    /// `poll` as of time `t`. A pass over several requests (Waitany,
+    /// Testsome) judges them all at one `t`: judged each at its own time, a
+    /// later message of a channel could be found ready after an earlier one
+    /// was found not yet, though the earlier arrives no later (an ordered
+    /// channel, or a varied L raised to arrive with the message before it:
+    /// `loggp_core::dist::Channels`), and overtake it.
+    pub(super) unsafe fn poll_at(&self, r: Request, t: u64) -> Poll {
         let st = self.lock();
         let Some(p) = st.reqs.get(&key(r)) else {
             return Poll::Untracked;
@@ -233,7 +261,7 @@ impl Engine {
             remember_status(r, &s);
             recall_status(r, &mut s, false);
         }
-        if now() >= self.ready_time(p, &s, &st.gate) {
+        if t >= self.ready_time(p, &s, &st.gate) {
             Poll::Ready
         } else {
             Poll::NotReady
@@ -445,7 +473,7 @@ impl Engine {
             }
             // The order of deliveries matters only when g_r spaces them;
             // Waitall returns after the last either way.
-            let t = if self.cfg.g_r > 0 {
+            let t = if self.cfg.any_g_r() {
                 let st = self.lock();
                 self.ready_time(&p, &sts[i], &st.gate)
             } else {
@@ -526,8 +554,9 @@ impl Engine {
         let mut any_active = false;
         let mut masked: Vec<Request> = Vec::with_capacity(rs.len());
         let mut untracked_any = false;
+        let t = now();
         for (i, r) in rs.iter_mut().enumerate() {
-            match self.poll(*r) {
+            match self.poll_at(*r, t) {
                 Poll::Ready => {
                     let rc = self.complete_one(r, st);
                     return (Some(as_int(i)), rc);
@@ -638,13 +667,14 @@ impl Engine {
         let mut out = 0usize;
         let mut any_active = false;
         let mut rc_all = abi::SUCCESS;
+        let t = now();
         #[allow(clippy::needless_range_loop)] // rs[i] is rewritten inside.
         for i in 0..rs.len() {
             let r = rs[i];
             if r == self.c.request_null {
                 continue;
             }
-            let ready = match self.poll(r) {
+            let ready = match self.poll_at(r, t) {
                 Poll::Ready => true,
                 Poll::Inactive => false,
                 Poll::NotReady => {

@@ -2,11 +2,14 @@
 //! plus the virtual-time rules of `loggp_core::vt`.
 //!
 //! # Wire format (only while virtual time is on)
-//! Every application message carries a 16-byte header *inside the same
-//! message*, before the payload: `[magic u32][lag u32][d u64]`, where `d`
-//! is the sender's virtual departure (across hosts a stamp, in the job's
-//! reference time base) and `lag` how long before `d` the message was handed
-//! to MPI (what the receiver learns the clocks' drift from). Travelling in the same message makes
+//! Every application message carries a 32-byte header *inside the same
+//! message*, before the payload: `[magic u32][src u32][d u64][l u64][lag
+//! u32][unused u32]`, where `d` is the sender's virtual departure (across
+//! hosts a stamp, in the job's reference time base), `src` its rank in
+//! MPI_COMM_WORLD (for the knobs of the pair, `loggp_core::target`), `l`
+//! the message's drawn L (`LOGGP_L_DIST`, `loggp_core::dist`) and `lag` how
+//! long before `d` the message was handed to MPI (what the receiver learns
+//! the clocks' drift from). Travelling in the same message makes
 //! the header's association with its data immune to matching order,
 //! wildcards and completion order. Two equivalent encodings produce the same
 //! bytes on the wire, and the receiver chooses independently of the sender:
@@ -20,7 +23,7 @@
 //!
 //! Counts seen by the application exclude the header (statuses are rewritten
 //! with `MPI_Status_set_elements_x`); truncation happens exactly where it
-//! would natively, since the receive capacity is the user's plus 16.
+//! would natively, since the receive capacity is the user's plus 24.
 //!
 //! # Rooms
 //! `wire` (header, encodings), `send`, `recv` (posting, the gate),
@@ -48,7 +51,9 @@ use crate::clock::{now, pass_until};
 use crate::coll::nb;
 use crate::log;
 use crate::real::*;
+use loggp_core::config::Knobs;
 use loggp_core::oncemap::OnceMap;
+use loggp_core::target::Pair;
 use loggp_core::{Config, Envelope, Pattern, RecvGate, Seen, SendSide, Stash, Transit};
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
@@ -113,6 +118,18 @@ pub(super) struct State {
     /// Staging buffers of completed nonblocking messages, for the next
     /// ones (`Engine::stage_buf`): a malloc and a free less per message.
     pool: Vec<Vec<u8>>,
+    /// Targeting: the MPI_COMM_WORLD rank of each rank of a communicator
+    /// (of its remote group for an intercommunicator), learned at its first
+    /// send while a sender-side knob is targeted; forgotten when the
+    /// communicator is freed (`Engine::forget_comm`).
+    world_of: HandleMap<Vec<u32>>,
+    /// Variation (`loggp_core::dist`): this rank's streams of draws for L
+    /// (sender), o_s (sender) and o_r (receiver), and the latest arrival
+    /// per channel (non-overtaking of varied L).
+    rng_l: loggp_core::dist::Rng,
+    rng_o_s: loggp_core::dist::Rng,
+    rng_o_r: loggp_core::dist::Rng,
+    channels: loggp_core::dist::Channels,
     /// Counters for the report, kept under the lock the hot path already
     /// takes (no extra atomics per message).
     sends: u64,
@@ -193,6 +210,17 @@ pub struct Engine {
     uses_seen: bool,
     /// Ranks on several hosts: deliveries feed the drift correction.
     hosts: bool,
+    /// The shim's own cost per send and per receive (`set_own_costs`).
+    own_send_ns: u64,
+    own_recv_ns: u64,
+    /// Targeting (`loggp_core::target`): the knobs of each pair this rank
+    /// is part of, by the other rank's MPI_COMM_WORLD rank: `to[d]` for
+    /// its messages to `d` (o_s, g_s, G), `from[s]` for those from `s`
+    /// (L, G, g_r, o_r). Empty when no knob is targeted.
+    to: Vec<Knobs>,
+    from: Vec<Knobs>,
+    /// Some sender-side knob (o_s, g_s, G) depends on the destination.
+    send_targeted: bool,
     /// A private duplicate of MPI_COMM_SELF: a stashed message is placed
     /// into a derived receive type by sending it to ourselves on it
     /// (`place_stashed`). Set at MPI_Init.
@@ -201,6 +229,37 @@ pub struct Engine {
     /// traffic only), probed to drive the library's progress engine while
     /// the shim passes emulated time (`pass_time`). Set at MPI_Init.
     pub progress_comm: abi::SharedHandle,
+}
+
+/// The MPI_COMM_WORLD rank of each rank of `comm` (of its remote group for
+/// an intercommunicator); `u32::MAX` where MPI says MPI_UNDEFINED.
+unsafe fn world_ranks(c: &Consts, comm: Comm) -> Vec<u32> {
+    let mut inter: c_int = 0;
+    PMPI_Comm_test_inter(comm, &mut inter);
+    let mut g = c.comm_null;
+    let rc = if inter != 0 {
+        PMPI_Comm_remote_group(comm, &mut g)
+    } else {
+        PMPI_Comm_group(comm, &mut g)
+    };
+    let mut wg = c.comm_null;
+    if !ok(rc) || !ok(PMPI_Comm_group(c.comm_world, &mut wg)) {
+        return Vec::new();
+    }
+    let mut n: c_int = 0;
+    if inter != 0 {
+        PMPI_Comm_remote_size(comm, &mut n);
+    } else {
+        PMPI_Comm_size(comm, &mut n);
+    }
+    let ranks: Vec<c_int> = (0..n).collect();
+    let mut out: Vec<c_int> = vec![-1; ranks.len()];
+    PMPI_Group_translate_ranks(g, n, ranks.as_ptr(), wg, out.as_mut_ptr());
+    PMPI_Group_free(&mut g);
+    PMPI_Group_free(&mut wg);
+    out.into_iter()
+        .map(|w| u32::try_from(w).unwrap_or(u32::MAX))
+        .collect()
 }
 
 /// How often the native library's progress engine is driven while the
@@ -362,6 +421,23 @@ impl Engine {
                     bsends: Vec::new(),
                     freed: Vec::new(),
                     pool: Vec::new(),
+                    world_of: HandleMap::default(),
+                    rng_l: loggp_core::dist::Rng::new(
+                        cfg.seed,
+                        u32::try_from(rank).unwrap_or(0),
+                        1,
+                    ),
+                    rng_o_s: loggp_core::dist::Rng::new(
+                        cfg.seed,
+                        u32::try_from(rank).unwrap_or(0),
+                        2,
+                    ),
+                    rng_o_r: loggp_core::dist::Rng::new(
+                        cfg.seed,
+                        u32::try_from(rank).unwrap_or(0),
+                        3,
+                    ),
+                    channels: loggp_core::dist::Channels::default(),
                     sends: 0,
                     recvs: 0,
                     bytes_sent: 0,
@@ -374,6 +450,11 @@ impl Engine {
             o_r_spin: cfg.o_r,
             uses_seen: RecvGate::new(&cfg, transit).uses_seen(),
             hosts: false,
+            own_send_ns: 0,
+            own_recv_ns: 0,
+            to: Vec::new(),
+            from: Vec::new(),
+            send_targeted: false,
             self_comm: abi::SharedHandle(c.comm_null),
             progress_comm: abi::SharedHandle(c.comm_null),
             cfg,
@@ -406,6 +487,94 @@ impl Engine {
     pub fn set_own_costs(&mut self, send_ns: u64, recv_ns: u64) {
         self.o_s_spin = self.cfg.o_s.saturating_sub(send_ns);
         self.o_r_spin = self.cfg.o_r.saturating_sub(recv_ns);
+        self.own_send_ns = send_ns;
+        self.own_recv_ns = recv_ns;
+    }
+
+    /// Targeting: the knobs of every pair this rank is part of, from the
+    /// host index of every rank (`host_of`, by MPI_COMM_WORLD rank).
+    pub fn set_pairs(&mut self, host_of: &[usize]) {
+        if !self.cfg.targeted() {
+            return;
+        }
+        let me = u32::try_from(self.rank).unwrap_or(0);
+        let host = |r: usize| host_of.get(r).copied().unwrap_or(0);
+        let mine = host(me as usize);
+        let n = u32::try_from(self.size).unwrap_or(0);
+        let pair = |src: u32, dst: u32, other: u32| Pair {
+            src,
+            dst,
+            same_host: host(other as usize) == mine,
+        };
+        self.to = (0..n).map(|d| self.cfg.knobs(pair(me, d, d))).collect();
+        self.from = (0..n).map(|s| self.cfg.knobs(pair(s, me, s))).collect();
+        let t = &self.cfg.targets;
+        // The sender needs the pair for o_s, g_s, G, and for L when it draws
+        // L (a varied L is decided by the sender).
+        self.send_targeted = !(t.o_s.is_empty()
+            && t.g_s.is_empty()
+            && t.g_big.is_empty()
+            && (t.l.is_empty() || self.cfg.l_dist.is_fixed()));
+    }
+
+    /// The knobs of messages from `src` (MPI_COMM_WORLD rank, from the
+    /// header) to this rank.
+    pub(super) fn knobs_from(&self, src: u32) -> Knobs {
+        self.from
+            .get(src as usize)
+            .copied()
+            .unwrap_or_else(|| self.cfg.plain_knobs())
+    }
+
+    /// The receiver's knobs of a message (`src`, `l` from its header):
+    /// `None` when every pair has the plain ones and L is fixed.
+    pub(super) fn recv_knobs(&self, src: u32, l: u64) -> Option<Knobs> {
+        let varied = !self.cfg.l_dist.is_fixed();
+        if self.from.is_empty() && !varied {
+            return None;
+        }
+        let mut k = self.knobs_from(src);
+        if varied {
+            k.l = l;
+        }
+        Some(k)
+    }
+
+    /// The o_r spin of a message whose pair has knobs `k` (a draw when
+    /// `LOGGP_O_R_DIST` varies it).
+    pub(super) fn o_r_spin_from(&self, k: &Knobs) -> u64 {
+        let o_r = if self.cfg.o_r_dist.is_fixed() {
+            k.o_r
+        } else {
+            let mut st = self.lock();
+            self.cfg.o_r_dist.draw(k.o_r, &mut st.rng_o_r)
+        };
+        o_r.saturating_sub(self.own_recv_ns)
+    }
+
+    /// The MPI_COMM_WORLD rank of rank `r` of `comm` (of its remote group
+    /// when `comm` is an intercommunicator); `None` for MPI_PROC_NULL and
+    /// a process outside MPI_COMM_WORLD.
+    pub(super) unsafe fn world_rank(&self, st: &mut State, comm: Comm, r: c_int) -> Option<u32> {
+        let r = usize::try_from(r).ok()?;
+        if comm == self.c.comm_world {
+            return u32::try_from(r).ok();
+        }
+        let k = key(comm);
+        let ranks = st
+            .world_of
+            .entry(k)
+            .or_insert_with(|| world_ranks(&self.c, comm));
+        let w = *ranks.get(r)?;
+        (w < u32::try_from(self.size).unwrap_or(0)).then_some(w)
+    }
+
+    /// Forgets what was learned of a communicator that is being freed (its
+    /// handle may name another one next).
+    pub fn forget_comm(&self, comm: Comm) {
+        if self.send_targeted {
+            self.lock().world_of.remove(&key(comm));
+        }
     }
 
     /// Passes emulated time until `t`: CPU time (o_s, o_r: `busy`) or a

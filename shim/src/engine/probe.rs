@@ -12,6 +12,10 @@ pub struct Stashed {
     pub(super) comm_h: Comm,
     pub(super) d: u64,
     pub(super) lag: u32,
+    /// The sender's MPI_COMM_WORLD rank (from the header).
+    pub(super) src: u32,
+    /// The drawn L (`LOGGP_L_DIST`), from the header.
+    pub(super) l: u64,
     /// Virtual arrival, from `d` (fixed once the message is here).
     pub(super) arrival: u64,
     pub(super) payload: Vec<u8>,
@@ -138,7 +142,7 @@ impl Engine {
         st: &mut Status,
         block: bool,
     ) -> c_int {
-        self.gate(m.d, m.lag, m.payload.len() as u64, block);
+        self.gate(m.d, m.lag, m.src, m.l, m.payload.len() as u64, block);
         st.set_source(m.env.source);
         st.set_tag(m.env.tag);
         PMPI_Status_set_elements_x(st, self.c.byte, n as i64);
@@ -189,7 +193,10 @@ impl Engine {
         if self.hosts {
             s.gate.observe(now(), h.d, h.lag, v.len() as u64);
         }
-        let arrival = s.gate.arrival(h.d, v.len() as u64);
+        let arrival = match self.recv_knobs(h.src, h.l) {
+            None => s.gate.arrival(h.d, v.len() as u64),
+            Some(k) => s.gate.arrival_for(h.d, v.len() as u64, Seen::Unknown, &k),
+        };
         s.stash.push(Box::new(Stashed {
             env: Envelope {
                 comm: key(comm),
@@ -199,6 +206,8 @@ impl Engine {
             comm_h: comm,
             d: h.d,
             lag: h.lag,
+            src: h.src,
+            l: h.l,
             arrival,
             payload: v,
         }));

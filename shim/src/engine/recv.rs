@@ -167,7 +167,7 @@ impl Engine {
             self.escaped(st);
         }
         let payload = (got - HDR) as u64;
-        self.gate(hdr.d, hdr.lag, payload, block);
+        self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, payload, block);
         wire.place(got);
         if want_count {
             PMPI_Status_set_elements_x(st, self.c.byte, payload as i64);
@@ -203,7 +203,7 @@ impl Engine {
     /// the lock, `RecvGate::reserve`), waits for it when `block`, and
     /// spends o_r. Across hosts the message also tells the gate how the
     /// clocks drift (`lag`: see `Header`).
-    pub(super) fn gate(&self, d: u64, lag: u32, payload: u64, block: bool) {
+    pub(super) fn gate(&self, d: u64, lag: u32, src: u32, l: u64, payload: u64, block: bool) {
         let t = now();
         // At zero L and G nothing is looked at: no thread-local access on
         // the message path.
@@ -216,6 +216,9 @@ impl Engine {
                 came => Seen::CameAt(came),
             }
         };
+        // Targeting: the knobs of the pair (source's MPI_COMM_WORLD rank
+        // from the header, this rank).
+        let k = self.recv_knobs(src, l);
         let r = {
             let mut st = self.lock();
             st.recvs += 1;
@@ -227,7 +230,10 @@ impl Engine {
                 };
                 st.gate.observe(at, d, lag, payload);
             }
-            st.gate.reserve_seen(t, d, payload, seen)
+            match &k {
+                Some(k) => st.gate.reserve_for(t, d, payload, seen, k),
+                None => st.gate.reserve_seen(t, d, payload, seen),
+            }
         };
         if r > t && block {
             self.pass_time(r, false);
@@ -236,8 +242,13 @@ impl Engine {
                 .fetch_add(r - t, Ordering::Relaxed);
             self.counters.gate_holds.fetch_add(1, Ordering::Relaxed);
         }
-        if self.o_r_spin > 0 {
-            self.pass_time(now() + self.o_r_spin, true);
+        let o_r = match &k {
+            Some(k) => self.o_r_spin_from(k),
+            None if !self.cfg.o_r_dist.is_fixed() => self.o_r_spin_from(&self.cfg.plain_knobs()),
+            None => self.o_r_spin,
+        };
+        if o_r > 0 {
+            self.pass_time(now() + o_r, true);
         }
     }
 }

@@ -27,6 +27,9 @@ pub(super) enum Pending {
     PSend {
         hdr: Box<Header>,
         bytes: u64,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
         complete_at: u64,
         active: bool,
     },

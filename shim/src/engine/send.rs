@@ -4,17 +4,60 @@
 use super::*;
 
 impl Engine {
-    /// Spends o_s, takes a departure slot, waits if the send queue is full.
-    pub(super) fn depart(&self, bytes: u64) -> loggp_core::Departure {
-        if self.o_s_spin > 0 {
-            self.pass_time(now() + self.o_s_spin, true);
+    /// Spends o_s, takes a departure slot, waits if the send queue is full,
+    /// and gives the header. `dest` is a rank of `comm`: with a targeted
+    /// o_s, g_s or G (or L while L is drawn) its pair's values apply
+    /// (`set_pairs`); with `LOGGP_L_DIST` the message's L is drawn here and
+    /// raised to arrive no earlier than the one before it on the channel
+    /// (`dest`, `tag`, `comm`).
+    pub(super) fn depart(
+        &self,
+        bytes: u64,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> (loggp_core::Departure, Header) {
+        let k = if self.send_targeted {
+            // SAFETY: `comm` is the application's (or the shim's private)
+            // live communicator of this send.
+            let w = unsafe { self.world_rank(&mut self.lock(), comm, dest) };
+            w.and_then(|w| self.to.get(w as usize).copied())
+        } else {
+            None
+        };
+        let varied_o_s = !self.cfg.o_s_dist.is_fixed();
+        let spin = match (&k, varied_o_s) {
+            (None, false) => self.o_s_spin,
+            _ => {
+                let o_s = k.map_or(self.cfg.o_s, |k| k.o_s);
+                let o_s = if varied_o_s {
+                    self.cfg.o_s_dist.draw(o_s, &mut self.lock().rng_o_s)
+                } else {
+                    o_s
+                };
+                o_s.saturating_sub(self.own_send_ns)
+            }
+        };
+        if spin > 0 {
+            self.pass_time(now() + spin, true);
         }
         let t = now();
-        let dep = {
+        let (dep, l) = {
             let mut st = self.lock();
             st.sends += 1;
             st.bytes_sent += bytes;
-            st.send.depart(t, bytes)
+            let dep = match &k {
+                Some(k) => st.send.depart_with(t, bytes, k.g_s, k.g_big),
+                None => st.send.depart(t, bytes),
+            };
+            let l = if self.cfg.l_dist.is_fixed() {
+                0
+            } else {
+                let mean = k.map_or(self.cfg.l, |k| k.l);
+                let drawn = self.cfg.l_dist.draw(mean, &mut st.rng_l);
+                st.channels.order((key(comm), dest, tag), dep.d, drawn, t)
+            };
+            (dep, l)
         };
         if dep.ready > t {
             self.pass_time(dep.ready, false);
@@ -22,7 +65,7 @@ impl Engine {
                 .send_wait_ns
                 .fetch_add(dep.ready - t, Ordering::Relaxed);
         }
-        dep
+        (dep, Header::new(&dep, self.rank, l))
     }
 
     /// Blocking send in any mode.
@@ -51,8 +94,7 @@ impl Engine {
         }
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
-        let dep = self.depart(bytes);
-        let hdr = Header::new(&dep);
+        let (dep, hdr) = self.depart(bytes, dest, tag, comm);
         let real = match mode {
             Mode::Synchronous => PMPI_Ssend,
             Mode::Ready => PMPI_Rsend,
@@ -106,7 +148,7 @@ impl Engine {
 
     /// Buffered send under virtual time: the shim buffers the message itself
     /// (a staged copy sent with Isend) instead of using the attached buffer,
-    /// whose size the application computed without our 16-byte header.
+    /// whose size the application computed without our 32-byte header.
     pub(super) unsafe fn bsend(
         &self,
         buf: *const c_void,
@@ -118,8 +160,8 @@ impl Engine {
     ) -> c_int {
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
-        let dep = self.depart(bytes);
-        let v = match self.stage(size, Header::new(&dep), buf, count, dt, comm) {
+        let (_, hdr) = self.depart(bytes, dest, tag, comm);
+        let v = match self.stage(size, hdr, buf, count, dt, comm) {
             Ok(v) => v,
             Err(rc) => return rc,
         };
@@ -213,8 +255,7 @@ impl Engine {
         }
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
-        let dep = self.depart(bytes);
-        let hdr = Header::new(&dep);
+        let (dep, hdr) = self.depart(bytes, dest, tag, comm);
         let real = match mode {
             Mode::Synchronous => PMPI_Issend,
             Mode::Ready => PMPI_Irsend,
@@ -314,7 +355,7 @@ impl Engine {
         }
         let size = type_size(dt);
         let bytes = size * u64::try_from(count).unwrap_or(0);
-        let h = Box::new(Header::placeholder());
+        let h = Box::new(Header::placeholder(self.rank));
         let mut t = match self.struct_type(&*h, buf, count, dt) {
             Ok(t) => t,
             Err(rc) => return rc,
@@ -332,6 +373,9 @@ impl Engine {
                 Pending::PSend {
                     hdr: h,
                     bytes,
+                    dest,
+                    tag,
+                    comm,
                     complete_at: 0,
                     active: false,
                 },
@@ -373,7 +417,7 @@ impl Engine {
     /// (departure) and overheads here.
     pub unsafe fn start(&self, req: *mut Request) -> c_int {
         enum Kind {
-            Send(*mut Header, u64),
+            Send(*mut Header, u64, c_int, c_int, Comm),
             Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
             Recv,
             Untracked,
@@ -382,10 +426,16 @@ impl Engine {
             let mut st = self.lock();
             match st.reqs.get_mut(&key(*req)) {
                 Some(Pending::PSend {
-                    hdr, bytes, active, ..
+                    hdr,
+                    bytes,
+                    dest,
+                    tag,
+                    comm,
+                    active,
+                    ..
                 }) => {
                     *active = true;
-                    Kind::Send(&mut **hdr, *bytes)
+                    Kind::Send(&mut **hdr, *bytes, *dest, *tag, *comm)
                 }
                 Some(Pending::PBsend {
                     buf,
@@ -407,11 +457,11 @@ impl Engine {
             }
         };
         match kind {
-            Kind::Send(hdr, bytes) => {
-                let dep = self.depart(bytes);
+            Kind::Send(hdr, bytes, dest, tag, comm) => {
+                let (dep, h) = self.depart(bytes, dest, tag, comm);
                 // The header lives in the pending entry (boxed, stable) and
                 // is not in flight: the request was inactive.
-                *hdr = Header::new(&dep);
+                *hdr = h;
                 if let Some(Pending::PSend { complete_at, .. }) =
                     self.lock().reqs.get_mut(&key(*req))
                 {

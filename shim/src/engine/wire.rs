@@ -1,11 +1,11 @@
-//! The wire format: the 16-byte header that travels inside every
+//! The wire format: the 32-byte header that travels inside every
 //! application message, and the two encodings (staged copy, zero-copy
 //! struct datatype) of a message with its header.
 
 use super::*;
 
-pub const HDR: usize = 16;
-pub(super) const HDR_INT: c_int = 16;
+pub const HDR: usize = 32;
+pub(super) const HDR_INT: c_int = 32;
 pub(super) const MAGIC: u32 = 0x4C47_5021; // "LGP!"
 
 /// The piggyback.
@@ -13,19 +13,30 @@ pub(super) const MAGIC: u32 = 0x4C47_5021; // "LGP!"
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Header {
     pub(super) magic: u32,
+    /// The sender's rank in MPI_COMM_WORLD: the receiver applies the knobs
+    /// of the pair (targeting, `LOGGP_L=20us@inter`) without asking MPI.
+    pub(super) src: u32,
+    pub(super) d: u64,
+    /// The added L of this message, drawn by the sender (`LOGGP_L_DIST`,
+    /// `loggp_core::dist`) and raised so that it arrives no earlier than
+    /// the message before it on its channel; unused while L is fixed.
+    pub(super) l: u64,
     /// How long before `d` the message was handed to MPI, ns (`d` lies
     /// later under g_s, G or a full send queue); `u32::MAX`: as long or
     /// longer. Across hosts the receiver learns the clocks' drift from
     /// the hand-off (`RecvGate::observe`).
     pub(super) lag: u32,
-    pub(super) d: u64,
+    pub(super) unused: u32,
 }
 
 impl Header {
-    pub(super) fn new(dep: &loggp_core::Departure) -> Header {
+    pub(super) fn new(dep: &loggp_core::Departure, src: c_int, l: u64) -> Header {
         Header {
             magic: MAGIC,
+            src: u32::try_from(src).unwrap_or(0),
+            l,
             lag: u32::try_from(dep.d.saturating_sub(dep.ready)).unwrap_or(u32::MAX),
+            unused: 0,
             // Across hosts: the job's reference time base, tagged with this
             // host (the receiver's gate turns it back, `loggp_core::clocks`).
             d: crate::clock::stamp(dep.d),
@@ -33,11 +44,12 @@ impl Header {
     }
 
     /// A header to be filled at each start of a persistent send.
-    pub(super) fn placeholder() -> Header {
+    pub(super) fn placeholder(src: c_int) -> Header {
         Header {
             magic: MAGIC,
+            src: u32::try_from(src).unwrap_or(0),
             lag: u32::MAX,
-            d: 0,
+            ..Header::default()
         }
     }
     pub(super) fn write_to(&self, p: *mut u8) {
