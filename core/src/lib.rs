@@ -9,6 +9,7 @@ pub mod clocks;
 pub mod coll;
 pub mod config;
 pub mod fit;
+pub mod idle;
 pub mod mpilib;
 pub mod prtt;
 pub mod stash;
