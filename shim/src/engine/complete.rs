@@ -148,6 +148,7 @@ impl Engine {
         if polled {
             // Nonblocking collectives in flight: wait by polling, so that
             // they progress meanwhile (the request may depend on them).
+            let mut patience = Patience::new();
             loop {
                 let ready = match self.poll(r) {
                     Poll::Ready | Poll::Inactive => true,
@@ -158,7 +159,7 @@ impl Engine {
                     break;
                 }
                 nb::progress_all();
-                std::hint::spin_loop();
+                patience.pause();
             }
         }
         let mut st = Status::zeroed();
@@ -351,6 +352,7 @@ impl Engine {
         // tracked request with the earliest ready time, untracked ones as
         // MPI completes them.
         let mut done = vec![false; len];
+        let mut patience = Patience::new();
         loop {
             let mut remaining = false;
             let mut progressed = false;
@@ -393,7 +395,7 @@ impl Engine {
             }
             if !progressed {
                 nb::progress_all();
-                std::hint::spin_loop();
+                patience.pause();
             }
         }
         rc_all
@@ -580,6 +582,7 @@ impl Engine {
         if !self.any_tracked(rs) && !nb::running() {
             return PMPI_Waitany(n, reqs, idx, status);
         }
+        let mut patience = Patience::new();
         loop {
             let mut st = Status::zeroed();
             if let (Some(i), rc) = self.any_pass(rs, &mut st) {
@@ -590,7 +593,7 @@ impl Engine {
                 return rc;
             }
             nb::progress_all();
-            std::hint::spin_loop();
+            patience.pause();
         }
     }
 
@@ -708,6 +711,7 @@ impl Engine {
         if !self.any_tracked(rs) && !nb::running() {
             return PMPI_Waitsome(n, reqs, outcount, idx, statuses);
         }
+        let mut patience = Patience::new();
         loop {
             let (c, rc) = self.some_pass(rs, idx, statuses);
             if c != 0 {
@@ -715,7 +719,7 @@ impl Engine {
                 return rc;
             }
             nb::progress_all();
-            std::hint::spin_loop();
+            patience.pause();
         }
     }
 
