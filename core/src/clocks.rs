@@ -1024,7 +1024,13 @@ mod tests {
             map: ClockMap::reference(here.read(0.0)),
             other_host: Some(far),
         };
-        let mut gate = RecvGate::new(&Config::default(), near);
+        // L = 1 ns: at zero L and G a message arrives when it natively does
+        // (`RecvGate::native_arrivals`) and `arrival` shows no mapping.
+        let one_ns = Config {
+            l: 1,
+            ..Config::default()
+        };
+        let mut gate = RecvGate::new(&one_ns, near);
         gate.set_hosts(h1);
         gate.set_drift(DriftCorrection::new(1, &[here.read(0.0), here.read(0.0)]));
         let mut rng = Lcg(9);
@@ -1037,7 +1043,7 @@ mod tests {
             gate.observe(at, h2.stamp(d), lag, 8);
             // What the gate makes of a departure at t: on this clock, t.
             last_err =
-                gate.arrival(h2.stamp(there.read(t)), 8) as f64 - 20_000.0 - here.read(t) as f64;
+                gate.arrival(h2.stamp(there.read(t)), 8) as f64 - 20_001.0 - here.read(t) as f64;
             t += 1e7;
         }
         assert!(
@@ -1047,9 +1053,9 @@ mod tests {
         );
         assert!(last_err.abs() < 1_000.0, "{last_err}");
         // Without correction the error would be 100 ppm of a minute: 6 ms.
-        let mut plain = RecvGate::new(&Config::default(), near);
+        let mut plain = RecvGate::new(&one_ns, near);
         plain.set_hosts(h1);
-        let raw = plain.arrival(h2.stamp(there.read(t)), 8) as f64 - 20_000.0 - here.read(t) as f64;
+        let raw = plain.arrival(h2.stamp(there.read(t)), 8) as f64 - 20_001.0 - here.read(t) as f64;
         assert!(raw.abs() > 5e6, "{raw}");
     }
 

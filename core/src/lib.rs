@@ -10,6 +10,7 @@ pub mod coll;
 pub mod config;
 pub mod dist;
 pub mod fit;
+pub mod idle;
 pub mod mpilib;
 pub mod oncemap;
 pub mod prtt;

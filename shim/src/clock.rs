@@ -18,6 +18,7 @@
 //! time base (`loggp_core::clocks`).
 
 use loggp_core::clocks::{Hosts, TestClock};
+use loggp_core::idle::{self, Kind, Step, Wait};
 use loggp_core::tsc::{Anchor, TscRate};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -138,11 +139,65 @@ fn raw() -> u64 {
     })
 }
 
-static YIELD: AtomicBool = AtomicBool::new(false);
+static OVERSUBSCRIBED: AtomicBool = AtomicBool::new(false);
 
-/// Waits should yield the processor (more ranks than processors here).
-pub fn set_yield(on: bool) {
-    YIELD.store(on, Ordering::Relaxed);
+/// This host runs more ranks than it has processors: waits give the
+/// processor away (`loggp_core::idle`).
+pub fn set_oversubscribed(on: bool) {
+    OVERSUBSCRIBED.store(on, Ordering::Relaxed);
+}
+
+#[inline]
+pub fn oversubscribed() -> bool {
+    OVERSUBSCRIBED.load(Ordering::Relaxed)
+}
+
+/// Does one pause of a wait.
+#[inline]
+fn pause(step: Step) {
+    match step {
+        Step::Spin => std::hint::spin_loop(),
+        // SAFETY: plain syscall.
+        Step::Yield => unsafe {
+            libc::sched_yield();
+        },
+        Step::Sleep(ns) => {
+            let ts = libc::timespec {
+                tv_sec: (ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+            };
+            // SAFETY: valid timespec; an early wake-up (a signal) only
+            // shortens one pause of a wait that looks again.
+            unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// A wait for something other processes do (a message, a collective's
+/// progress), paused between looks as `loggp_core::idle::Wait` says:
+/// spinning where each rank has a processor (one relaxed load more than a
+/// bare spin), giving the processor away where ranks outnumber them.
+pub struct Patience(Wait);
+
+impl Patience {
+    /// An ordinary wait of the application's (a Wait, a Probe, a blocking
+    /// collective of the shim's).
+    #[inline]
+    pub fn new() -> Patience {
+        Patience(Wait::new(Kind::of(oversubscribed())))
+    }
+
+    /// A rank with nothing to do while others measure (start-up): asleep.
+    pub fn asleep() -> Patience {
+        Patience(Wait::new(Kind::Asleep))
+    }
+
+    /// One pause, after a look that found nothing.
+    #[inline]
+    pub fn pause(&mut self) {
+        let t = if self.0.needs_clock() { now() } else { 0 };
+        pause(self.0.step(t));
+    }
 }
 
 /// Passes the time until `t` while calling `poke` about every `every` ns,
@@ -150,10 +205,11 @@ pub fn set_yield(on: bool) {
 /// it late). CPU work (`busy`: o_s, o_r) spins, as those knobs demand; a
 /// wait for something that is not CPU work (a message's virtual arrival, a
 /// departure slot) spins too, except when the host is oversubscribed: then
-/// it yields the processor while more than 20 µs remain.
+/// it sleeps or yields the processor while more than 20 µs remain
+/// (`loggp_core::idle::until`).
 #[inline]
 pub fn pass_until(t: u64, busy: bool, every: u64, mut poke: impl FnMut()) {
-    let yielding = !busy && YIELD.load(Ordering::Relaxed);
+    let shared = !busy && oversubscribed();
     let mut next = now() + every;
     loop {
         let n = now();
@@ -163,9 +219,13 @@ pub fn pass_until(t: u64, busy: bool, every: u64, mut poke: impl FnMut()) {
         if n >= next && n + every < t {
             poke();
             next = now() + every;
-        } else if yielding && n + 20_000 < t {
-            // SAFETY: plain syscall.
-            unsafe { libc::sched_yield() };
+        } else if shared {
+            // A sleep is cut to the next poke: the library keeps moving
+            // what is in flight meanwhile.
+            match idle::until(n, t, false, true) {
+                Step::Sleep(ns) => pause(Step::Sleep(ns.min(next.saturating_sub(n).max(1)))),
+                s => pause(s),
+            }
         } else {
             std::hint::spin_loop();
         }

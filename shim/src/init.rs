@@ -170,38 +170,41 @@ pub unsafe fn after_init(cfg: Config) {
     PMPI_Comm_rank(c.comm_world, &mut rank);
     PMPI_Comm_size(c.comm_world, &mut size);
     all_ranks_loaded_or_exit(&c, rank);
+    // Every collective of the start-up is nonblocking and waited for
+    // asleep (`lazy_wait`): where ranks outnumber processors, MPICH's
+    // blocking collectives spin, and a spinning rank holds its processor
+    // for a time slice from the rank it waits for (10 ranks on 2 cores:
+    // 630 ms for a Comm_dup, two Allreduces and a Comm_split_type, even
+    // with virtual time off).
     let mut private = c.comm_null;
-    PMPI_Comm_dup(c.comm_world, &mut private);
+    let mut req = c.request_null;
+    PMPI_Comm_idup(c.comm_world, &mut private, &mut req);
+    lazy_wait(&mut req);
     let _ = PRIVATE.set(SharedHandle(private));
 
     // Every rank must run with the same knobs: a rank that adds headers
     // talking to one that does not would corrupt messages.
     // The collectives' algorithm choices too: ranks running different
     // algorithms would mismatch their messages.
+    // One reduction: the maximum of the fingerprint and of its complement
+    // (the complement of the minimum).
     let fp = cfg.fingerprint() ^ crate::coll::config_hash() ^ build_hash();
-    let mut mx: u64 = 0;
-    let mut mn: u64 = 0;
-    PMPI_Allreduce(
-        (&fp as *const u64).cast(),
-        (&mut mx as *mut u64).cast(),
-        1,
+    let mine = [fp, !fp];
+    let mut mx = [0u64; 2];
+    PMPI_Iallreduce(
+        mine.as_ptr().cast(),
+        mx.as_mut_ptr().cast(),
+        2,
         c.uint64,
         c.op_max,
         private,
+        &mut req,
     );
-    PMPI_Allreduce(
-        (&fp as *const u64).cast(),
-        (&mut mn as *mut u64).cast(),
-        1,
-        c.uint64,
-        c.op_min,
-        private,
-    );
-    if mx != mn {
+    lazy_wait(&mut req);
+    if mx[0] != !mx[1] {
         settings_differ_exit(&c, private, rank, size, &cfg);
     }
 
-    crate::clock::set_yield(oversubscribed(&c));
     let vt = cfg.vt_active() && size >= 2;
     let t_start = now();
     let host_of = if vt {
@@ -209,6 +212,12 @@ pub unsafe fn after_init(cfg: Config) {
     } else {
         Vec::new()
     };
+    // Only waits under virtual time care (pass-through never waits).
+    if vt {
+        let me = host_of[as_index(rank)];
+        let here = host_of.iter().filter(|&&h| h == me).count();
+        crate::clock::set_oversubscribed(here as i64 > libc::sysconf(libc::_SC_NPROCESSORS_ONLN));
+    }
     let hosts_n = host_of.iter().max().map_or(1, |&h| h + 1);
     // Targeting: a selection naming a rank the job lacks, or selecting none
     // of its pairs (`@inter` on one host), stops the job with one line.
@@ -343,6 +352,7 @@ unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
     let start = now();
     let mut flag: c_int = 0;
     let mut st = Status::zeroed();
+    let mut patience = crate::clock::Patience::asleep();
     loop {
         PMPI_Test(&mut req, &mut flag, &mut st);
         if flag != 0 {
@@ -357,7 +367,7 @@ unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
                 c.comm_world,
             );
         }
-        libc::usleep(20);
+        patience.pause();
     }
 }
 
@@ -691,24 +701,6 @@ pub struct Native {
     pub own_recv_ns: u64,
 }
 
-/// True when this host runs more ranks than it has processors: waits then
-/// yield the processor instead of spinning (as Open MPI does).
-unsafe fn oversubscribed(c: &Consts) -> bool {
-    let mut local = c.comm_null;
-    PMPI_Comm_split_type(
-        c.comm_world,
-        abi::COMM_TYPE_SHARED,
-        0,
-        c.info_null,
-        &mut local,
-    );
-    let mut n: c_int = 1;
-    PMPI_Comm_size(local, &mut n);
-    PMPI_Comm_free(&mut local);
-    let cpus = libc::sysconf(libc::_SC_NPROCESSORS_ONLN);
-    i64::from(n) > cpus
-}
-
 fn as_rank(i: usize) -> c_int {
     c_int::try_from(i).unwrap_or(0)
 }
@@ -736,18 +728,22 @@ pub fn processor_name() -> String {
     String::from_utf8_lossy(&v).into_owned()
 }
 
-/// Waits for a start-up request, sleeping 20 us between tests: a rank with
-/// nothing to do leaves the processor to those measuring (at most 20 us
-/// late, once per phase of a start-up of milliseconds).
+/// Waits for a start-up request asleep, from 20 us between tests to 1 ms
+/// (`loggp_core::idle`, `Kind::Asleep`): a rank with nothing to do leaves
+/// the processors to those measuring. Waking every 20 us, 8 bystanders
+/// (10 ranks on 2 cores) preempted the measured pair so often that its
+/// best 8-byte one-way time was 47 us instead of 0.13 us. At most 1 ms
+/// late, once per phase of the start-up.
 unsafe fn lazy_wait(req: &mut Request) {
     let mut flag: c_int = 0;
     let mut st = Status::zeroed();
+    let mut patience = crate::clock::Patience::asleep();
     loop {
         PMPI_Test(req, &mut flag, &mut st);
         if flag != 0 {
             return;
         }
-        libc::usleep(20);
+        patience.pause();
     }
 }
 
@@ -779,7 +775,8 @@ unsafe fn host_indices(c: &Consts, comm: Comm, size: c_int) -> Vec<usize> {
     mine.resize(n, 0);
     let p = as_index(size);
     let mut all = vec![0u8; n * p];
-    PMPI_Allgather(
+    let mut req = c.request_null;
+    PMPI_Iallgather(
         mine.as_ptr().cast(),
         abi::MAX_PROCESSOR_NAME,
         c.byte,
@@ -787,7 +784,9 @@ unsafe fn host_indices(c: &Consts, comm: Comm, size: c_int) -> Vec<usize> {
         abi::MAX_PROCESSOR_NAME,
         c.byte,
         comm,
+        &mut req,
     );
+    lazy_wait(&mut req);
     let names: Vec<&[u8]> = all.chunks(n).collect();
     let mut firsts: Vec<&[u8]> = Vec::new();
     names

@@ -219,12 +219,13 @@ pub(crate) fn known(comm: Comm) -> bool {
 
 /// `dup_now`, waiting (and progressing the collectives in flight).
 unsafe fn dup_wait(slot: &SlotRef) -> R<Comm> {
+    let mut patience = crate::clock::Patience::new();
     loop {
         if let Some(r) = dup_now(slot) {
             return r;
         }
         nb::progress_all();
-        std::hint::spin_loop();
+        patience.pause();
     }
 }
 

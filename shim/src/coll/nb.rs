@@ -290,11 +290,12 @@ pub fn orphan(k: usize) {
 pub fn block_on<F: Future<Output = R>>(f: F) -> R {
     let mut f = std::pin::pin!(f);
     let mut cx = Context::from_waker(Waker::noop());
+    let mut patience = crate::clock::Patience::new();
     loop {
         if let Poll::Ready(r) = f.as_mut().poll(&mut cx) {
             return r;
         }
         progress_all();
-        std::hint::spin_loop();
+        patience.pause();
     }
 }

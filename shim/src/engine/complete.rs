@@ -166,6 +166,7 @@ impl Engine {
         if polled {
             // Nonblocking collectives in flight: wait by polling, so that
             // they progress meanwhile (the request may depend on them).
+            let mut patience = Patience::new();
             loop {
                 let ready = match self.poll(r) {
                     Poll::Ready | Poll::Inactive => true,
@@ -176,7 +177,7 @@ impl Engine {
                     break;
                 }
                 nb::progress_all();
-                std::hint::spin_loop();
+                patience.pause();
             }
         }
         let mut st = Status::zeroed();
@@ -379,6 +380,7 @@ impl Engine {
         // tracked request with the earliest ready time, untracked ones as
         // MPI completes them.
         let mut done = vec![false; len];
+        let mut patience = Patience::new();
         loop {
             let mut remaining = false;
             let mut progressed = false;
@@ -421,7 +423,7 @@ impl Engine {
             }
             if !progressed {
                 nb::progress_all();
-                std::hint::spin_loop();
+                patience.pause();
             }
         }
         rc_all
@@ -609,6 +611,7 @@ impl Engine {
         if !self.any_tracked(rs) && !nb::running() {
             return PMPI_Waitany(n, reqs, idx, status);
         }
+        let mut patience = Patience::new();
         loop {
             let mut st = Status::zeroed();
             if let (Some(i), rc) = self.any_pass(rs, &mut st) {
@@ -619,7 +622,7 @@ impl Engine {
                 return rc;
             }
             nb::progress_all();
-            std::hint::spin_loop();
+            patience.pause();
         }
     }
 
@@ -738,6 +741,7 @@ impl Engine {
         if !self.any_tracked(rs) && !nb::running() {
             return PMPI_Waitsome(n, reqs, outcount, idx, statuses);
         }
+        let mut patience = Patience::new();
         loop {
             let (c, rc) = self.some_pass(rs, idx, statuses);
             if c != 0 {
@@ -745,7 +749,7 @@ impl Engine {
                 return rc;
             }
             nb::progress_all();
-            std::hint::spin_loop();
+            patience.pause();
         }
     }
 

@@ -47,7 +47,7 @@ pub use wire::HDR;
 use wire::*;
 
 use crate::abi::{self, key, Comm, Consts, Datatype, Message, Request, Status};
-use crate::clock::{now, pass_until};
+use crate::clock::{now, pass_until, Patience};
 use crate::coll::nb;
 use crate::log;
 use crate::real::*;

@@ -285,13 +285,14 @@ impl Engine {
         if src == abi::PROC_NULL {
             return PMPI_Probe(src, tag, comm, status);
         }
+        let mut patience = Patience::new();
         loop {
             let mut flag: c_int = 0;
             let rc = self.iprobe(src, tag, comm, &mut flag, status);
             if !ok(rc) || flag != 0 {
                 return rc;
             }
-            std::hint::spin_loop();
+            patience.pause();
         }
     }
 
@@ -336,13 +337,14 @@ impl Engine {
         if src == abi::PROC_NULL {
             return PMPI_Mprobe(src, tag, comm, msg, status);
         }
+        let mut patience = Patience::new();
         loop {
             let mut flag: c_int = 0;
             let rc = self.improbe(src, tag, comm, &mut flag, msg, status);
             if !ok(rc) || flag != 0 {
                 return rc;
             }
-            std::hint::spin_loop();
+            patience.pause();
         }
     }
 
