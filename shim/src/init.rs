@@ -145,6 +145,12 @@ pub fn config_or_exit() -> Config {
         Err(e) => {
             if log::launcher_rank().is_none_or(|r| r == 0) {
                 log::line(&e);
+            } else {
+                // The other ranks leave a little later: Open MPI's mpirun
+                // aborts the job at the first non-zero exit and then at times
+                // drops rank 0's line (3 ranks, CI).
+                // SAFETY: plain sleep.
+                unsafe { libc::usleep(300_000) };
             }
             // SAFETY: ends the process; MPI is not initialised yet.
             unsafe { libc::_exit(1) }
