@@ -219,6 +219,41 @@ fn g_s_spaces_departures_mpich() {
     g_s(Mpi::Mpich);
 }
 
+/// `g_s=20us`, each Isend waited for in turn: the first Wait returns as
+/// soon as the first message departed, the last after 49 * 20 us. Both MPIs
+/// give small eager sends one shared request handle, completed at creation
+/// (Open MPI's `ompi_request_empty`, MPICH's lightweight request); the shim
+/// kept one entry per handle, so the first Wait waited for the last
+/// departure (first_us 980) and the others returned at once.
+fn g_s_each(mpi: Mpi) {
+    retry(
+        ATTEMPTS,
+        &format!("g_s=20us, Wait each, {}", mpi.name()),
+        || {
+            let out = timing(mpi, Via::Direct, &[("LOGGP_G_S", "20us")], "gapwait", 20);
+            let (first, total) = (stat(&out, "first_us"), stat(&out, "total_us"));
+            bound(
+                first.p10 < 400.0 && total.med >= 980.0 && total.med <= GAPS_MAX,
+                format!(
+                    "with g_s=20us, 50 Isends and a Wait on the first take {:.1} us (p10 {:.1}; \
+                 expected p10 < 400), and Waits on all {:.1} us (expected 980 to {GAPS_MAX})",
+                    first.med, first.p10, total.med
+                ),
+            )
+        },
+    );
+}
+
+#[test]
+fn g_s_completes_each_send_in_turn_openmpi() {
+    g_s_each(Mpi::OpenMpi);
+}
+
+#[test]
+fn g_s_completes_each_send_in_turn_mpich() {
+    g_s_each(Mpi::Mpich);
+}
+
 /// `g_s=20us` with `LOGGP_SEND_QUEUE=4`: the 50th Isend waits until only 4
 /// messages are left to depart, about 45 * 20 us after the first.
 fn send_queue(mpi: Mpi) {

@@ -104,7 +104,7 @@ impl Engine {
         let k = key(r);
         let p = st.reqs.get(&k)?;
         if !p.persistent() {
-            return st.reqs.remove(&k);
+            return st.untrack(k);
         }
         if !p.active() {
             // An inactive persistent request completes at once with an
@@ -262,7 +262,11 @@ impl Engine {
             remember_status(r, &s);
             recall_status(r, &mut s, false);
         }
-        if t >= self.ready_time(p, &s, &st.gate) {
+        let ready = match st.queued_send(key(r)) {
+            Some(c) => c,
+            None => self.ready_time(p, &s, &st.gate),
+        };
+        if t >= ready {
             Poll::Ready
         } else {
             Poll::NotReady

@@ -118,6 +118,13 @@ pub(super) struct State {
     /// Staging buffers of completed nonblocking messages, for the next
     /// ones (`Engine::stage_buf`): a malloc and a free less per message.
     pool: Vec<Vec<u8>>,
+    /// Sends whose request handle MPI gave to an earlier send still in
+    /// `reqs`: a handle MPI hands out more than once at a time is one it
+    /// completed at creation (Open MPI's `ompi_request_empty`, MPICH's
+    /// lightweight request: every small eager Isend gets the same one).
+    /// Per handle, the completion times of the later sends, oldest first:
+    /// each Wait/Test on the handle completes the oldest (`State::untrack`).
+    shared: HandleMap<std::collections::VecDeque<u64>>,
     /// Targeting: the MPI_COMM_WORLD rank of each rank of a communicator
     /// (of its remote group for an intercommunicator), learned at its first
     /// send while a sender-side knob is targeted; forgotten when the
@@ -141,6 +148,79 @@ pub(super) struct State {
 // SAFETY: request handles are plain values MPI lets any thread use; the
 // state is only touched under its lock.
 unsafe impl Send for State {}
+
+impl State {
+    /// A staging buffer back to the pool (small ones, and not too many).
+    fn put_back(&mut self, v: Vec<u8>) {
+        const MOST: usize = 256;
+        const LARGEST: usize = 64 << 10;
+        if v.capacity() <= LARGEST && self.pool.len() < MOST {
+            self.pool.push(v);
+        }
+    }
+
+    /// Enters a nonblocking send under its request handle. A handle that
+    /// is already an earlier send's belongs to requests MPI completed at
+    /// creation (see `shared`): MPI gives no handle to two active requests,
+    /// so the earlier send is complete and its staging buffer goes back to
+    /// the pool. The newest send holds the entry (and its buffer, until it
+    /// is taken); the earlier one's completion time queues in `shared`
+    /// when it is still ahead of `t` (a send's departure: its completion
+    /// is held until then), and is dropped when it has passed: completing
+    /// it natively is then the same.
+    fn track_send(&mut self, k: usize, p: Pending, t: u64) {
+        use std::collections::hash_map::Entry;
+        match self.reqs.entry(k) {
+            Entry::Vacant(e) => {
+                e.insert(p);
+            }
+            Entry::Occupied(mut e) => {
+                if let Pending::Send {
+                    _keep, complete_at, ..
+                } = e.insert(p)
+                {
+                    if complete_at > t {
+                        self.shared.entry(k).or_default().push_back(complete_at);
+                    }
+                    if let Some(v) = _keep {
+                        self.put_back(v);
+                    }
+                }
+                // Any other entry was stale: MPI completed that request
+                // behind our back. The new send replaces it.
+            }
+        }
+    }
+
+    /// The completion time a Wait/Test on a shared send handle judges
+    /// first: the oldest queued (`shared`), if any.
+    fn queued_send(&self, k: usize) -> Option<u64> {
+        if self.shared.is_empty() {
+            return None;
+        }
+        self.shared.get(&k).and_then(|q| q.front().copied())
+    }
+
+    /// Takes the entry of a request out of the table; for a shared send
+    /// handle, first the oldest queued send's completion.
+    fn untrack(&mut self, k: usize) -> Option<Pending> {
+        if !self.shared.is_empty() {
+            if let Some(q) = self.shared.get_mut(&k) {
+                if let Some(complete_at) = q.pop_front() {
+                    if q.is_empty() {
+                        self.shared.remove(&k);
+                    }
+                    return Some(Pending::Send {
+                        _keep: None,
+                        _hdr: None,
+                        complete_at,
+                    });
+                }
+            }
+        }
+        self.reqs.remove(&k)
+    }
+}
 
 /// The engine's state behind a lock that costs nothing unless threads may
 /// call MPI at the same time. Below MPI_THREAD_MULTIPLE the application
@@ -421,6 +501,7 @@ impl Engine {
                     bsends: Vec::new(),
                     freed: Vec::new(),
                     pool: Vec::new(),
+                    shared: HandleMap::default(),
                     world_of: HandleMap::default(),
                     rng_l: loggp_core::dist::Rng::new(
                         cfg.seed,
@@ -650,19 +731,12 @@ impl Engine {
     /// Returns the staging buffer of a completed request to the pool
     /// (small ones, and not too many).
     fn recycle(&self, p: Pending) {
-        const MOST: usize = 256;
-        const LARGEST: usize = 64 << 10;
         let v = match p {
             Pending::Send { _keep: Some(v), .. } => v,
             Pending::Recv(Wire::Staged { stage, .. }) => stage,
             _ => return,
         };
-        if v.capacity() <= LARGEST {
-            let mut st = self.lock();
-            if st.pool.len() < MOST {
-                st.pool.push(v);
-            }
-        }
+        self.lock().put_back(v);
     }
 
     /// Enters the request of a nonblocking collective (`coll::nb`).

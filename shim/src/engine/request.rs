@@ -119,7 +119,7 @@ pub(super) unsafe extern "C" fn grequest_cancel(_: *mut c_void, _: c_int) -> c_i
 impl Engine {
     pub unsafe fn request_free(&self, req: *mut Request) -> c_int {
         let r = *req;
-        let p = self.lock().reqs.remove(&key(r));
+        let p = self.lock().untrack(key(r));
         if let Some(Pending::Coll { k }) = p {
             nb::orphan(k);
             return PMPI_Request_free(req);

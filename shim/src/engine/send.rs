@@ -303,7 +303,7 @@ impl Engine {
             }
         };
         if ok(rc) {
-            self.lock().reqs.insert(key(*req), pending);
+            self.lock().track_send(key(*req), pending, dep.ready);
         }
         rc
     }
