@@ -82,7 +82,84 @@ type StatusWord = u32;
 const _: () = assert!(std::mem::size_of::<Status>() == STATUS_SIZE);
 const _: () = assert!(std::mem::align_of::<Status>() == STATUS_ALIGN);
 
+/// Where a status keeps its count of bytes, as MPI itself writes it
+/// (learned at start-up, `engine::learn_status_count`): read and written in
+/// place, it spares MPI_Get_elements_x and MPI_Status_set_elements_x on
+/// every message (a sixth of the shim's cost per received message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountAt {
+    /// One unsigned 64-bit count at this offset (Open MPI's `_ucount`).
+    Wide(usize),
+    /// The low 32 bits at the first offset; the high bits at the second,
+    /// shifted left by one above the cancelled flag (MPICH's `count_lo`
+    /// and `count_hi_and_cancelled`).
+    Split(usize, usize),
+}
+
+static COUNT_AT: std::sync::OnceLock<CountAt> = std::sync::OnceLock::new();
+
+/// Uses `c` from now on (once; start-up verified it against MPI).
+pub fn set_count_at(c: CountAt) {
+    let _ = COUNT_AT.set(c);
+}
+
+/// The learned place of the count, if start-up found one.
+#[inline]
+pub fn count_at() -> Option<CountAt> {
+    COUNT_AT.get().copied()
+}
+
 impl Status {
+    fn word32(&self, off: usize) -> u32 {
+        // SAFETY: callers pass offsets inside MPI_Status (see CountAt).
+        unsafe {
+            (self as *const Status as *const u8)
+                .add(off)
+                .cast::<u32>()
+                .read_unaligned()
+        }
+    }
+    fn set_word32(&mut self, off: usize, v: u32) {
+        // SAFETY: as above.
+        unsafe {
+            (self as *mut Status as *mut u8)
+                .add(off)
+                .cast::<u32>()
+                .write_unaligned(v)
+        }
+    }
+
+    /// The count of bytes kept at `c`; None if `c` is not inside a status.
+    pub fn count_in(&self, c: CountAt) -> Option<u64> {
+        match c {
+            CountAt::Wide(o) if o + 8 <= STATUS_SIZE => {
+                Some(u64::from(self.word32(o)) | u64::from(self.word32(o + 4)) << 32)
+            }
+            CountAt::Split(lo, hi) if lo.max(hi) + 4 <= STATUS_SIZE && lo.abs_diff(hi) >= 4 => {
+                Some(u64::from(self.word32(lo)) | u64::from(self.word32(hi) >> 1) << 32)
+            }
+            _ => None,
+        }
+    }
+
+    /// Writes `v` bytes at `c`, leaving the cancelled flag as it is.
+    pub fn set_count_in(&mut self, c: CountAt, v: u64) -> bool {
+        match c {
+            CountAt::Wide(o) if o + 8 <= STATUS_SIZE => {
+                self.set_word32(o, v as u32);
+                self.set_word32(o + 4, (v >> 32) as u32);
+                true
+            }
+            CountAt::Split(lo, hi) if lo.max(hi) + 4 <= STATUS_SIZE && lo.abs_diff(hi) >= 4 => {
+                self.set_word32(lo, v as u32);
+                let flag = self.word32(hi) & 1;
+                self.set_word32(hi, ((v >> 32) as u32) << 1 | flag);
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub const fn zeroed() -> Status {
         Status {
             words: [0; STATUS_SIZE / std::mem::size_of::<StatusWord>()],

@@ -290,8 +290,13 @@ mpi_fn!(MPI_Request_free / PMPI_Request_free (req: *mut Request) {
     engine::get().request_free(req)
 });
 
-// MPI_Cancel needs no wrapper: a cancelled tracked request completes through
-// Wait/Test, where the engine checks MPI_Test_cancelled and skips delivery.
+// A cancelled tracked request completes through Wait/Test, where the engine
+// asks MPI_Test_cancelled and skips delivery: only once the application has
+// cancelled something (a call less per received message until then).
+mpi_fn!(MPI_Cancel / PMPI_Cancel (req: *mut Request) {
+    engine::note_cancel();
+    real::PMPI_Cancel(req)
+});
 
 // ------------------------------------------- MPI-4 entry points (MPICH 4.0)
 

@@ -363,7 +363,7 @@ impl Engine {
     pub(super) unsafe fn peek_recv(&self, wire: &mut Wire, st: &mut Status) {
         let got = status_bytes(st, self.c.byte);
         wire.place(got);
-        PMPI_Status_set_elements_x(st, self.c.byte, got.saturating_sub(HDR) as i64);
+        set_status_bytes(st, self.c.byte, got.saturating_sub(HDR) as u64);
     }
 
     pub unsafe fn waitall(&self, n: c_int, reqs: *mut Request, statuses: *mut Status) -> c_int {
@@ -462,7 +462,12 @@ impl Engine {
         if rc_native != abi::SUCCESS && !in_status {
             return rc_native;
         }
+        // The order of deliveries matters only when g_r spaces them;
+        // Waitall returns after the last either way. Otherwise each is
+        // finished as it is taken, in the order of the array.
+        let by_time = self.cfg.any_g_r();
         let mut mine: Vec<(u64, usize, Pending)> = Vec::new();
+        let mut rc_all = rc_native;
         for (i, &k) in keys.iter().enumerate() {
             if k == self.c.request_null || (in_status && sts[i].error() == abi::ERR_PENDING) {
                 continue;
@@ -477,42 +482,35 @@ impl Engine {
                     **hdr = **live;
                 }
             }
-            // The order of deliveries matters only when g_r spaces them;
-            // Waitall returns after the last either way.
-            let t = if self.cfg.any_g_r() {
-                let st = self.lock();
-                self.ready_time(&p, &sts[i], &st.gate)
+            if by_time {
+                let t = {
+                    let st = self.lock();
+                    self.ready_time(&p, &sts[i], &st.gate)
+                };
+                mine.push((t, i, p));
             } else {
-                0
-            };
-            mine.push((t, i, p));
+                let waited = absent.get(i).copied().unwrap_or(false);
+                self.finish_of_waitall(
+                    i,
+                    p,
+                    &mut sts,
+                    in_status,
+                    waited.then_some(came),
+                    &mut rc_all,
+                );
+            }
         }
         mine.sort_by_key(|m| (m.0, m.1));
-        let mut rc_all = rc_native;
-        for (_, i, mut p) in mine {
-            let rc_i = if in_status {
-                sts[i].error()
-            } else {
-                abi::SUCCESS
-            };
-            set_waited(if absent.get(i).copied().unwrap_or(false) {
-                came
-            } else {
-                NOT_WAITED
-            });
-            let rc = self.finish(&mut p, &mut sts[i], true, rc_i);
-            set_waited(NOT_WAITED);
-            self.recycle(p);
-            if !ok(rc) && ok(rc_i) {
-                if !in_status {
-                    // Now every status must say how its request ended.
-                    for st in sts.iter_mut() {
-                        st.set_error(abi::SUCCESS);
-                    }
-                }
-                rc_all = abi::ERR_IN_STATUS;
-                sts[i].set_error(rc);
-            }
+        for (_, i, p) in mine {
+            let waited = absent.get(i).copied().unwrap_or(false);
+            self.finish_of_waitall(
+                i,
+                p,
+                &mut sts,
+                in_status,
+                waited.then_some(came),
+                &mut rc_all,
+            );
         }
         if !abi::statuses_ignored(statuses) {
             for (i, st) in sts.iter().enumerate() {
@@ -520,6 +518,40 @@ impl Engine {
             }
         }
         rc_all
+    }
+
+    /// Finishes request `i` of a Waitall that MPI completed natively
+    /// (`waitall_native_first`): delivery through the gate, its status, and
+    /// MPI_ERR_IN_STATUS when it fails. `came`: when the message came, if
+    /// the native Waitall waited for it.
+    unsafe fn finish_of_waitall(
+        &self,
+        i: usize,
+        mut p: Pending,
+        sts: &mut [Status],
+        in_status: bool,
+        came: Option<u64>,
+        rc_all: &mut c_int,
+    ) {
+        let rc_i = if in_status {
+            sts[i].error()
+        } else {
+            abi::SUCCESS
+        };
+        set_waited(came.unwrap_or(NOT_WAITED));
+        let rc = self.finish(&mut p, &mut sts[i], true, rc_i);
+        set_waited(NOT_WAITED);
+        self.recycle(p);
+        if !ok(rc) && ok(rc_i) {
+            if !in_status && *rc_all != abi::ERR_IN_STATUS {
+                // Now every status must say how its request ended.
+                for st in sts.iter_mut() {
+                    st.set_error(abi::SUCCESS);
+                }
+            }
+            *rc_all = abi::ERR_IN_STATUS;
+            sts[i].set_error(rc);
+        }
     }
 
     pub unsafe fn testall(

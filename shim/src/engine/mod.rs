@@ -290,6 +290,14 @@ pub struct Engine {
     uses_seen: bool,
     /// Ranks on several hosts: deliveries feed the drift correction.
     hosts: bool,
+    /// The gate decides nothing: no L, G, g_r or o_r for any pair, nothing
+    /// varied, one host. Every delivery is then due when it is asked for,
+    /// and the gate reads no clock (`Engine::gate`).
+    idle_gate: bool,
+    /// The sender decides nothing either: no o_s, g_s, G or L for any pair,
+    /// nothing varied, one host. A departure is then `now` and nobody reads
+    /// it (the receivers' gates are idle), so `depart` reads no clock.
+    idle_send: bool,
     /// The shim's own cost per send and per receive (`set_own_costs`).
     own_send_ns: u64,
     own_recv_ns: u64,
@@ -478,10 +486,94 @@ pub(super) fn as_int(n: usize) -> c_int {
 
 /// Bytes a completed receive's status reports, at any size: MPI_Get_count
 /// says MPI_UNDEFINED above 2^31 - 1 (MPI-4.0 §3.2.5), the _x form does not.
+/// Whether the application has called MPI_Cancel: until it has, no
+/// receive can have been cancelled, and completion need not ask.
+static CANCELS: AtomicBool = AtomicBool::new(false);
+
+pub fn note_cancel() {
+    CANCELS.store(true, Ordering::Relaxed);
+}
+
+pub(super) fn cancels_seen() -> bool {
+    CANCELS.load(Ordering::Relaxed)
+}
+
 pub(super) unsafe fn status_bytes(st: &Status, byte: Datatype) -> usize {
+    if let Some(n) = abi::count_at().and_then(|c| st.count_in(c)) {
+        return usize::try_from(n).unwrap_or(0);
+    }
     let mut n: abi::Count = 0;
     PMPI_Get_elements_x(st, byte, &mut n);
     usize::try_from(n).unwrap_or(0)
+}
+
+/// Sets the count of bytes a status reports (MPI_Status_set_elements_x
+/// with MPI_BYTE), in place where start-up learned how.
+pub(super) unsafe fn set_status_bytes(st: &mut Status, byte: Datatype, n: u64) {
+    if let Some(c) = abi::count_at() {
+        if st.set_count_in(c, n) {
+            return;
+        }
+    }
+    PMPI_Status_set_elements_x(st, byte, n as abi::Count);
+}
+
+/// Learns where MPI keeps a status's count of bytes (`abi::CountAt`): the
+/// place MPI_Status_set_elements_x writes a large value, then checked both
+/// ways against MPI (its writes read in place, our writes read by
+/// MPI_Get_elements_x) for counts from 0 to above 2^40, with the cancelled
+/// flag set and clear. No place that passes every check: the calls stay.
+pub unsafe fn learn_status_count(byte: Datatype) {
+    const PROBE: u64 = 0x1_2345_6789;
+    const VALUES: [u64; 7] = [0, 1, 40, 0x7fff_ffff, 0xffff_ffff, PROBE, (1 << 41) + 3];
+    let mut st = Status::zeroed();
+    if PMPI_Status_set_elements_x(&mut st, byte, PROBE as abi::Count) != abi::SUCCESS {
+        return;
+    }
+    let size = std::mem::size_of::<Status>();
+    let mut candidates = Vec::new();
+    for o in (0..size.saturating_sub(7)).step_by(4) {
+        candidates.push(abi::CountAt::Wide(o));
+    }
+    for lo in (0..size.saturating_sub(3)).step_by(4) {
+        for hi in (0..size.saturating_sub(3)).step_by(4) {
+            candidates.push(abi::CountAt::Split(lo, hi));
+        }
+    }
+    let agrees = |c: abi::CountAt| -> bool {
+        for cancelled in [0, 1] {
+            for v in VALUES {
+                // MPI writes, we read.
+                let mut a = Status::zeroed();
+                PMPI_Status_set_cancelled(&mut a, cancelled);
+                PMPI_Status_set_elements_x(&mut a, byte, v as abi::Count);
+                if a.count_in(c) != Some(v) {
+                    return false;
+                }
+                // We write, MPI reads; the flag stays.
+                let mut b = Status::zeroed();
+                PMPI_Status_set_cancelled(&mut b, cancelled);
+                if !b.set_count_in(c, v) {
+                    return false;
+                }
+                let mut n: abi::Count = -1;
+                let mut f: c_int = -1;
+                PMPI_Get_elements_x(&b, byte, &mut n);
+                PMPI_Test_cancelled(&b, &mut f);
+                if n != v as abi::Count || f != cancelled {
+                    return false;
+                }
+            }
+        }
+        true
+    };
+    if let Some(c) = candidates
+        .into_iter()
+        .filter(|&c| st.count_in(c) == Some(PROBE))
+        .find(|&c| agrees(c))
+    {
+        abi::set_count_at(c);
+    }
 }
 
 impl Engine {
@@ -531,6 +623,16 @@ impl Engine {
             o_r_spin: cfg.o_r,
             uses_seen: RecvGate::new(&cfg, transit).uses_seen(),
             hosts: false,
+            idle_gate: !(cfg.any_l()
+                || cfg.any_g_big()
+                || cfg.any_g_r()
+                || cfg.any_o_r()
+                || cfg.varied()),
+            idle_send: !(cfg.any_l()
+                || cfg.any_g_big()
+                || cfg.any_g_s()
+                || cfg.any_o_s()
+                || cfg.varied()),
             own_send_ns: 0,
             own_recv_ns: 0,
             to: Vec::new(),
@@ -557,6 +659,8 @@ impl Engine {
     pub fn set_drift(&mut self, d: loggp_core::clocks::DriftCorrection) {
         self.state.cell.get_mut().gate.set_drift(d);
         self.hosts = true;
+        self.idle_gate = false;
+        self.idle_send = false;
     }
 
     /// The drift rate in use for departures of host `tag` (ppm · 1e-6).

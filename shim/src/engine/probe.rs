@@ -145,7 +145,7 @@ impl Engine {
         self.gate(m.d, m.lag, m.src, m.l, m.payload.len() as u64, block);
         st.set_source(m.env.source);
         st.set_tag(m.env.tag);
-        PMPI_Status_set_elements_x(st, self.c.byte, n as i64);
+        set_status_bytes(st, self.c.byte, n as u64);
         if truncated {
             st.set_error(abi::ERR_TRUNCATE);
             PMPI_Comm_call_errhandler(m.comm_h, abi::ERR_TRUNCATE);
@@ -236,7 +236,7 @@ impl Engine {
                     st.set_source(m.env.source);
                     st.set_tag(m.env.tag);
                     st.set_error(abi::SUCCESS);
-                    PMPI_Status_set_elements_x(&mut st, self.c.byte, m.payload.len() as i64);
+                    set_status_bytes(&mut st, self.c.byte, m.payload.len() as u64);
                     let taken = if take {
                         self.stash_len.fetch_sub(1, Ordering::Relaxed);
                         Some(s.stash.remove(i))
