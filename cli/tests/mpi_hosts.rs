@@ -277,12 +277,12 @@ impl PairCheck<'_> {
     }
 }
 
-/// `L=+20us` on every pair of rank 0 (on-node and off-node), against a
-/// baseline in the same attempt; `h1_env` for loggp-h1's ranks. At 2 x 2
-/// the baseline is L = 1 ns, not virtual time at zero: any L makes Open
-/// MPI's off-node round trip 12 us instead of 5.5 us here (the README's
-/// known limits), which is not what this test is about (the knob's
-/// increment on each class of pair).
+/// `L=+20us` on every pair of rank 0 (on-node and off-node), against
+/// virtual time at zero in the same attempt; `h1_env` for loggp-h1's ranks.
+/// At 2 x 2 the off-node pair whose ranks have cores of their own is faster
+/// than the pair start-up measures for the class (which shares a core):
+/// held to the class's transit it read +25 us (the gate's per-source floor,
+/// `RecvGate::reserve_for`, took that off).
 fn latency(mpi: Mpi, per: u32, h1_env: &str) {
     let what = format!(
         "L=+20us across hosts, 2 x {per}, {}{}",
@@ -293,16 +293,11 @@ fn latency(mpi: Mpi, per: u32, h1_env: &str) {
             format!(", {h1_env} on loggp-h1")
         }
     );
-    let base: &[(&str, &str)] = if per == 2 {
-        &[("LOGGP_L", "1ns")]
-    } else {
-        &[("LOGGP_VT", "on")]
-    };
     PairCheck {
         mpi,
         per,
         h1_env,
-        base,
+        base: &[("LOGGP_VT", "on")],
         l: "+20us",
         want: &|_| 17.0..=23.0,
     }
@@ -390,12 +385,9 @@ fn drift_while_running_mpich() {
 }
 
 /// Targeting by host (`loggp_core::target`): `L=+20us@inter` raises the
-/// off-node pairs of rank 0 by 17 to 28 us (median half round trip and
+/// off-node pairs of rank 0 by 17 to 23 us (median half round trip and
 /// each one-way time, against virtual time at zero) and leaves its
-/// on-node pair within 5 us; `@intra` the other way round. 2 x 2. Up to
-/// 28 us: any L on an off-node pair makes Open MPI's round trip on this bed
-/// 12 us instead of 5.5 (README, known limits); a knob applied twice (40)
-/// or not at all (0) still fails.
+/// on-node pair within 5 us; `@intra` the other way round. 2 x 2.
 fn targeted_by_host(mpi: Mpi, sel: &str) {
     let value = format!("+20us@{sel}");
     let intra = sel == "intra";
@@ -407,7 +399,7 @@ fn targeted_by_host(mpi: Mpi, sel: &str) {
         l: &value,
         want: &|same| {
             if same == intra {
-                17.0..=28.0
+                17.0..=23.0
             } else {
                 -5.0..=5.0
             }

@@ -29,10 +29,8 @@ impl Engine {
     /// `RecvGate::ready_at` of a message from `src` (MPI_COMM_WORLD rank)
     /// with the knobs of its pair.
     pub(super) fn ready_at(&self, gate: &RecvGate, d: u64, src: u32, l: u64, bytes: u64) -> u64 {
-        match self.recv_knobs(src, l) {
-            None => gate.ready_at(d, bytes),
-            Some(k) => gate.ready_at_for(d, bytes, Seen::Unknown, &k),
-        }
+        let k = self.recv_knobs(src, l);
+        gate.ready_at_for(src, d, bytes, Seen::Unknown, k.as_ref())
     }
 
     /// For a natively complete tracked request: the time at which it may

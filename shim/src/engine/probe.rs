@@ -193,10 +193,10 @@ impl Engine {
         if self.hosts {
             s.gate.observe(now(), h.d, h.lag, v.len() as u64);
         }
-        let arrival = match self.recv_knobs(h.src, h.l) {
-            None => s.gate.arrival(h.d, v.len() as u64),
-            Some(k) => s.gate.arrival_for(h.d, v.len() as u64, Seen::Unknown, &k),
-        };
+        let k = self.recv_knobs(h.src, h.l);
+        let arrival = s
+            .gate
+            .arrival_for(h.src, h.d, v.len() as u64, Seen::Unknown, k.as_ref());
         s.stash.push(Box::new(Stashed {
             env: Envelope {
                 comm: key(comm),

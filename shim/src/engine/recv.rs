@@ -238,10 +238,7 @@ impl Engine {
                 };
                 st.gate.observe(at, d, lag, payload);
             }
-            match &k {
-                Some(k) => st.gate.reserve_for(t, d, payload, seen, k),
-                None => st.gate.reserve_seen(t, d, payload, seen),
-            }
+            st.gate.reserve_for(src, t, d, payload, seen, k.as_ref())
         };
         if r > t && block {
             self.pass_time(r, false);
