@@ -146,12 +146,12 @@ impl Status {
     pub fn set_count_in(&mut self, c: CountAt, v: u64) -> bool {
         match c {
             CountAt::Wide(o) if o + 8 <= STATUS_SIZE => {
-                self.set_word32(o, v as u32);
+                self.set_word32(o, (v & 0xffff_ffff) as u32);
                 self.set_word32(o + 4, (v >> 32) as u32);
                 true
             }
             CountAt::Split(lo, hi) if lo.max(hi) + 4 <= STATUS_SIZE && lo.abs_diff(hi) >= 4 => {
-                self.set_word32(lo, v as u32);
+                self.set_word32(lo, (v & 0xffff_ffff) as u32);
                 let flag = self.word32(hi) & 1;
                 self.set_word32(hi, ((v >> 32) as u32) << 1 | flag);
                 true

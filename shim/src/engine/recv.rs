@@ -170,7 +170,7 @@ impl Engine {
         self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, payload, block);
         wire.place(got);
         if want_count {
-            set_status_bytes(st, self.c.byte, payload as u64);
+            set_status_bytes(st, self.c.byte, payload);
         }
         abi::SUCCESS
     }
