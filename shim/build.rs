@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
+    exports();
     println!("cargo::rerun-if-env-changed=LOGGP_SHIM_MPI");
     println!("cargo::rerun-if-env-changed=MPICC");
     println!("cargo::rerun-if-changed=probe/abi_probe.c");
@@ -85,6 +86,57 @@ fn main() {
 }
 
 /// The absolute path of a command (as found in PATH), symlinks kept.
+/// Reads `exports.txt`, the table of every exported function, into
+/// $OUT_DIR/exports_gen.rs (`EXPORTS`, for `src/exports.rs`); a malformed
+/// line, an unknown kind or a name listed twice fails the build.
+fn exports() {
+    println!("cargo::rerun-if-changed=exports.txt");
+    let text = std::fs::read_to_string("exports.txt").expect("shim/exports.txt is readable");
+    let mut rows = String::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let kind = match fields[..] {
+            [name, kind]
+                if name.starts_with("MPI_")
+                    && name[4..]
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+            {
+                assert!(
+                    seen.insert(name),
+                    "shim/exports.txt:{}: {name} is listed twice",
+                    i + 1
+                );
+                match kind {
+                    "all" => "All",
+                    "mpich" => "Mpich",
+                    "later" => "Later",
+                    _ => panic!(
+                        "shim/exports.txt:{}: kind {kind:?}: expected all, mpich or later",
+                        i + 1
+                    ),
+                }
+            }
+            _ => panic!(
+                "shim/exports.txt:{}: expected `MPI_<name> <kind>`, got {line:?}",
+                i + 1
+            ),
+        };
+        rows += &format!("    (\"{}\", Builds::{kind}),\n", fields[0]);
+    }
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    std::fs::write(
+        out.join("exports_gen.rs"),
+        format!("/// shim/exports.txt\npub const EXPORTS: &[(&str, Builds)] = &[\n{rows}];\n"),
+    )
+    .expect("OUT_DIR is writable");
+}
+
 fn which(cmd: &str) -> PathBuf {
     if cmd.contains('/') {
         return std::path::absolute(cmd).unwrap_or_else(|_| PathBuf::from(cmd));

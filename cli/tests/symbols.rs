@@ -14,7 +14,6 @@ mod common;
 
 use common::Mpi;
 use std::collections::BTreeSet;
-use std::process::Command;
 
 /// Names that match the message-moving words below but move nothing.
 const NOT_MESSAGES: &[&str] = &[
@@ -40,15 +39,16 @@ const NOT_MESSAGES: &[&str] = &[
 ];
 
 /// Exported by every build for the newer libraries of its family that it
-/// serves (shim/src/later.rs): MPI-4.0's nonblocking Sendrecv forms (not in
-/// Open MPI 4.1) and MPI-4.1's Request_get_status forms (MPICH 5.0 only).
-const LATER: &[&str] = &[
-    "MPI_Isendrecv",
-    "MPI_Isendrecv_replace",
-    "MPI_Request_get_status_all",
-    "MPI_Request_get_status_any",
-    "MPI_Request_get_status_some",
-];
+/// serves (shim/src/later.rs): the `later` lines of shim/exports.txt, e.g.
+/// MPI-4.0's nonblocking Sendrecv forms (not in Open MPI 4.1) and MPI-4.1's
+/// Request_get_status forms (MPICH 5.0 only).
+fn later() -> BTreeSet<String> {
+    common::exports_table()
+        .into_iter()
+        .filter(|(_, builds)| builds == "later")
+        .map(|(name, _)| name)
+        .collect()
+}
 
 /// Left to the library on purpose (README, "Known limits"), by rule:
 /// (what the name ends with or starts with, why).
@@ -103,39 +103,16 @@ fn moves_messages(name: &str) -> bool {
     l == "mpi_init" || l == "mpi_init_thread" || WORDS.iter().any(|w| l.contains(w))
 }
 
+/// The `MPI_` names `lib` defines.
 fn exported(lib: &str) -> BTreeSet<String> {
-    let out = Command::new("nm")
-        .args(["-D", "--defined-only", lib])
-        .output()
-        .expect("nm (binutils) runs");
-    assert!(out.status.success(), "nm -D {lib} failed");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
+    common::dynamic_symbols(lib)
+        .into_iter()
         .filter(|s| s.starts_with("MPI_"))
-        .map(str::to_string)
         .collect()
 }
 
-/// The MPI library a test program of `mpi` links (from `ldd`).
-fn libmpi(mpi: Mpi) -> String {
-    let prog = common::prog(mpi, "hello");
-    let out = Command::new("ldd").arg(&prog).output().expect("ldd runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let want = match mpi {
-        Mpi::OpenMpi | Mpi::OpenMpi5 | Mpi::Mpich5 => "libmpi.so",
-        Mpi::Mpich => "libmpich.so",
-    };
-    text.lines()
-        .filter(|l| l.trim_start().starts_with(want))
-        .find_map(|l| l.split("=>").nth(1))
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no {want} in ldd {}:\n{text}", prog.display()))
-        .to_string()
-}
-
 fn check(mpi: Mpi) {
-    let lib = libmpi(mpi);
+    let lib = common::libmpi(mpi);
     let theirs = exported(&lib);
     let ours = exported(&common::shim(mpi).display().to_string());
     let candidates: Vec<&String> = theirs.iter().filter(|n| moves_messages(n)).collect();
@@ -160,9 +137,10 @@ fn check(mpi: Mpi) {
     // Nothing the shim exports is unknown to the library (a typo would
     // export a symbol nobody calls), but for the entry points of newer
     // libraries that every build exports (shim/src/later.rs).
+    let later = later();
     let extra: Vec<&String> = ours
         .iter()
-        .filter(|n| !theirs.contains(*n) && !LATER.contains(&n.as_str()))
+        .filter(|n| !theirs.contains(*n) && !later.contains(*n))
         .collect();
     assert!(
         extra.is_empty(),

@@ -1,4 +1,9 @@
-//! Every symbol the shim exports, and nothing else.
+//! The exported entry points of point-to-point, start-up and completion;
+//! with the collectives' (`coll/mod.rs`, `coll/large.rs`), `later.rs` and
+//! `mpi4.rs` they are every symbol the shim exports, and nothing else. All
+//! are listed in one table, `shim/exports.txt`: `mpi_fn!` does not compile a
+//! wrapper the table lacks, and `cli/tests/exports.rs` checks the built
+//! library against it (and the MPI library against what it forwards to).
 //!
 //! Each function is exported as `MPI_x` and as `PMPI_x`: Open MPI's Fortran
 //! bindings (mpif.h, `use mpi`, `use mpi_f08`) call `PMPI_x` for

@@ -1,7 +1,8 @@
 //! loggp-shim: an `LD_PRELOAD` library that raises the LogGP parameters of
 //! an unmodified MPI program's point-to-point traffic (see DESIGN.md).
 //!
-//! * `api` — every exported MPI symbol (the only public surface);
+//! * `api` — every exported MPI symbol (the only public surface), each a
+//!   line of `shim/exports.txt` (`exports`: checked when `mpi_fn!` compiles);
 //! * `engine` — point-to-point under virtual time (header, sends,
 //!   receives and the gate, probe stash, completion, request table);
 //! * `coll` — the collectives over the engine's point-to-point;
@@ -12,9 +13,20 @@
 //! The rules of time live in `loggp_core` (pure, unit-tested).
 
 /// Defines an exported MPI function under both its `MPI_` and `PMPI_`
-/// names (see `api`).
+/// names (see `api`); the pair must be a line of `shim/exports.txt` for
+/// this build, or the crate does not compile (`exports`).
 macro_rules! mpi_fn {
     ($name:ident / $pname:ident ( $($a:ident : $t:ty),* $(,)? ) $body:block) => {
+        const _: () = assert!(
+            crate::exports::listed(stringify!($name), stringify!($pname)),
+            concat!(
+                stringify!($name),
+                " / ",
+                stringify!($pname),
+                ": not a pair that shim/exports.txt lists for this build"
+            )
+        );
+
         #[no_mangle]
         pub unsafe extern "C" fn $name($($a: $t),*) -> c_int $body
 
@@ -30,6 +42,7 @@ pub mod api;
 mod clock;
 mod coll;
 mod engine;
+mod exports;
 mod init;
 mod later;
 mod log;

@@ -152,6 +152,54 @@ pub fn shim(mpi: Mpi) -> PathBuf {
     p
 }
 
+/// The MPI library a test program of `mpi` links (from `ldd`): the one
+/// the shim of that build forwards to.
+pub fn libmpi(mpi: Mpi) -> String {
+    let prog = prog(mpi, "hello");
+    let out = Command::new("ldd").arg(&prog).output().expect("ldd runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = match mpi {
+        Mpi::OpenMpi | Mpi::OpenMpi5 | Mpi::Mpich5 => "libmpi.so",
+        Mpi::Mpich => "libmpich.so",
+    };
+    text.lines()
+        .filter(|l| l.trim_start().starts_with(want))
+        .find_map(|l| l.split("=>").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no {want} in ldd {}:\n{text}", prog.display()))
+        .to_string()
+}
+
+/// (name, builds) of each line of `shim/exports.txt`, the table of every
+/// function the shim exports (builds: `all`, `mpich` or `later`).
+pub fn exports_table() -> Vec<(String, String)> {
+    let path = root().join("shim/exports.txt");
+    let text = fs::read_to_string(&path).expect("shim/exports.txt is readable");
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert_eq!(f.len(), 2, "shim/exports.txt: {l:?}");
+            (f[0].to_string(), f[1].to_string())
+        })
+        .collect()
+}
+
+/// The dynamic symbols `lib` defines (`nm -D --defined-only`).
+pub fn dynamic_symbols(lib: &str) -> std::collections::BTreeSet<String> {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only", lib])
+        .output()
+        .expect("nm (binutils) runs");
+    assert!(out.status.success(), "nm -D {lib} failed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .map(str::to_string)
+        .collect()
+}
+
 fn mtime(p: &Path) -> Option<SystemTime> {
     fs::metadata(p).and_then(|m| m.modified()).ok()
 }

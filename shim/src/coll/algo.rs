@@ -1,5 +1,8 @@
 //! The algorithms (Pješivac-Grbović et al. §4), over the engine's perturbed
-//! point-to-point on the private communicator.
+//! point-to-point on the private communicator. Who sends to whom in each
+//! step (trees, recursive doubling, dissemination, ring, pairwise exchange,
+//! segments) is `loggp_core::sched`, the schedules the calibration's model
+//! check evaluates too; this file moves the data along them.
 //!
 //! Reductions apply operands in rank order, x0 op x1 op … op x(P−1), with
 //! only the association changed (MPI-3.1 §5.9.1 allows that for every
@@ -11,83 +14,18 @@
 use super::ctx::{commutative, count, reduce_local, Ctx, Tmp, Ty, R};
 use crate::abi::{self, Datatype, Op, Request};
 use loggp_core::coll::{Alg, Choice};
+use loggp_core::sched::{
+    self, binomial_parent, segments, subtree_end, to_real, to_virtual, tree, Doubling,
+};
 use std::ffi::{c_int, c_void};
 
 fn in_place(p: *const c_void) -> bool {
     p as usize == abi::IN_PLACE
 }
 
-fn lowbit(v: usize) -> usize {
-    v & v.wrapping_neg()
-}
-
-/// A virtual topology over virtual ranks 0..p (0 is the root).
-struct Tree {
-    parent: Option<usize>,
-    /// In increasing order; for the binomial, chain and flat trees the
-    /// subtree of child i is [child_i, child_i+1), contiguous after the
-    /// node itself (what rank-ordered reductions need).
-    children: Vec<usize>,
-}
-
-fn tree(alg: Alg, vr: usize, p: usize) -> Tree {
-    match alg {
-        Alg::Linear => Tree {
-            parent: (vr != 0).then_some(0),
-            children: if vr == 0 {
-                (1..p).collect()
-            } else {
-                Vec::new()
-            },
-        },
-        Alg::Pipeline => Tree {
-            parent: vr.checked_sub(1),
-            children: (vr + 1 < p).then_some(vr + 1).into_iter().collect(),
-        },
-        Alg::Binary => Tree {
-            parent: (vr != 0).then(|| (vr - 1) / 2),
-            children: [2 * vr + 1, 2 * vr + 2]
-                .into_iter()
-                .filter(|&c| c < p)
-                .collect(),
-        },
-        // Binomial: the parent clears the lowest set bit; the subtree of
-        // vr is [vr, vr + lowbit(vr)).
-        _ => {
-            let lim = if vr == 0 { p } else { lowbit(vr) };
-            let mut children = Vec::new();
-            let mut m = 1;
-            while m < lim && vr + m < p {
-                children.push(vr + m);
-                m <<= 1;
-            }
-            Tree {
-                parent: (vr != 0).then(|| vr & (vr - 1)),
-                children,
-            }
-        }
-    }
-}
-
-/// End (exclusive) of the binomial subtree of `vr`.
-fn subtree_end(vr: usize, p: usize) -> usize {
-    if vr == 0 {
-        p
-    } else {
-        (vr + lowbit(vr)).min(p)
-    }
-}
-
 /// Elements per segment: `seg` bytes of `t`, at least one element.
 fn seg_elems(seg: u64, t: &Ty, n: usize) -> usize {
-    if seg == 0 || t.size == 0 {
-        return n.max(1);
-    }
-    (usize::try_from(seg).unwrap_or(usize::MAX) / t.size).max(1)
-}
-
-fn segments(n: usize, es: usize) -> impl Iterator<Item = (usize, usize)> {
-    (0..n).step_by(es.max(1)).map(move |s| (s, es.min(n - s)))
+    sched::seg_elems(seg, t.size, n)
 }
 
 // ------------------------------------------------------------------ Barrier
@@ -102,63 +40,59 @@ pub async unsafe fn barrier(c: &Ctx, alg: Alg) -> R {
     }
     match alg {
         Alg::Linear => {
-            let mut reqs = Vec::new();
-            if r == 0 {
-                for i in 1..p {
-                    c.irecv(z, 0, byte, i, &mut reqs)?;
-                }
-                c.waitall(&mut reqs).await?;
-                for i in 1..p {
-                    c.isend(z, 0, byte, i, &mut reqs)?;
-                }
-                c.waitall(&mut reqs).await
-            } else {
-                c.send(z, 0, byte, 0).await?;
-                c.recv(z, 0, byte, 0).await
+            let t = tree(Alg::Linear, r, p);
+            if let Some(par) = t.parent {
+                c.send(z, 0, byte, par).await?;
+                return c.recv(z, 0, byte, par).await;
             }
+            let mut reqs = Vec::new();
+            for &i in &t.children {
+                c.irecv(z, 0, byte, i, &mut reqs)?;
+            }
+            c.waitall(&mut reqs).await?;
+            for &i in &t.children {
+                c.isend(z, 0, byte, i, &mut reqs)?;
+            }
+            c.waitall(&mut reqs).await
         }
         Alg::Ring => {
             // Double ring: a token from rank 0 goes around twice.
+            let (left, right) = sched::ring(r, p);
             for _ in 0..2 {
                 if r == 0 {
-                    c.send(z, 0, byte, 1).await?;
-                    c.recv(z, 0, byte, p - 1).await?;
+                    c.send(z, 0, byte, right).await?;
+                    c.recv(z, 0, byte, left).await?;
                 } else {
-                    c.recv(z, 0, byte, r - 1).await?;
-                    c.send(z, 0, byte, (r + 1) % p).await?;
+                    c.recv(z, 0, byte, left).await?;
+                    c.send(z, 0, byte, right).await?;
                 }
             }
             Ok(())
         }
-        Alg::RecursiveDoubling => {
-            let pof2 = 1usize << (usize::BITS - 1 - p.leading_zeros());
-            let rem = p - pof2;
-            // Extra ranks report to a partner first and are released last
-            // (⌊log2 P⌋ + 2 steps when P is not a power of two).
-            if r >= pof2 {
-                c.send(z, 0, byte, r - pof2).await?;
-                return c.recv(z, 0, byte, r - pof2).await;
+        // Extra ranks report to a partner first and are released last
+        // (⌊log2 P⌋ + 2 steps when P is not a power of two).
+        Alg::RecursiveDoubling => match sched::doubling_barrier(r, p) {
+            Doubling::Extra { partner } => {
+                c.send(z, 0, byte, partner).await?;
+                c.recv(z, 0, byte, partner).await
             }
-            if r < rem {
-                c.recv(z, 0, byte, r + pof2).await?;
+            Doubling::Core { extra, peers } => {
+                if let Some(e) = extra {
+                    c.recv(z, 0, byte, e).await?;
+                }
+                for d in peers {
+                    c.sendrecv(z, 0, byte, d, z, 0, byte, d).await?;
+                }
+                if let Some(e) = extra {
+                    c.send(z, 0, byte, e).await?;
+                }
+                Ok(())
             }
-            let mut m = 1;
-            while m < pof2 {
-                c.sendrecv(z, 0, byte, r ^ m, z, 0, byte, r ^ m).await?;
-                m <<= 1;
-            }
-            if r < rem {
-                c.send(z, 0, byte, r + pof2).await?;
-            }
-            Ok(())
-        }
+        },
         // Bruck / dissemination: ⌈log2 P⌉ rounds.
         _ => {
-            let mut d = 1;
-            while d < p {
-                c.sendrecv(z, 0, byte, (r + d) % p, z, 0, byte, (r + p - d) % p)
-                    .await?;
-                d <<= 1;
+            for (to, from) in sched::dissemination(r, p) {
+                c.sendrecv(z, 0, byte, to, z, 0, byte, from).await?;
             }
             Ok(())
         }
@@ -180,8 +114,8 @@ pub async unsafe fn bcast(
     if p < 2 || n == 0 || t.size == 0 {
         return Ok(());
     }
-    let vr = (c.r() + p - root) % p;
-    let real = |v: usize| (v + root) % p;
+    let vr = to_virtual(c.r(), root, p);
+    let real = |v: usize| to_real(v, root, p);
     let tr = tree(ch.alg, vr, p);
     let mut reqs: Vec<Request> = Vec::new();
     for (s, len) in segments(n, seg_elems(ch.seg, &t, n)) {
@@ -249,8 +183,8 @@ pub async unsafe fn reduce(
         ch.alg
     };
     let troot = if commute { root } else { 0 };
-    let vr = (r + p - troot) % p;
-    let real = |v: usize| (v + troot) % p;
+    let vr = to_virtual(r, troot, p);
+    let real = |v: usize| to_real(v, troot, p);
     let tr = tree(alg, vr, p);
     let mut acc = Tmp::new(&t, n);
     c.copy(inbuf, n, dt, acc.p(), n, dt)?;
@@ -327,40 +261,28 @@ pub async unsafe fn allreduce(
     let mut acc = Tmp::new(&t, n);
     let mut tmp = Tmp::new(&t, n);
     c.copy(inbuf, n, dt, acc.p(), n, dt)?;
-    let pof2 = 1usize << (usize::BITS - 1 - p.leading_zeros());
-    let rem = p - pof2;
-    let newrank = if r < 2 * rem {
-        if r % 2 == 0 {
-            c.send(acc.p(), n, dt, r + 1).await?;
-            None
-        } else {
-            c.recv(tmp.p(), n, dt, r - 1).await?;
-            reduce_local(tmp.p(), acc.p(), n, dt, op)?;
-            Some(r / 2)
+    match sched::doubling_allreduce(r, p) {
+        Doubling::Extra { partner } => {
+            c.send(acc.p(), n, dt, partner).await?;
+            c.recv(acc.p(), n, dt, partner).await?;
         }
-    } else {
-        Some(r - rem)
-    };
-    if let Some(nr) = newrank {
-        let mut m = 1;
-        while m < pof2 {
-            let nd = nr ^ m;
-            let dst = if nd < rem { nd * 2 + 1 } else { nd + rem };
-            c.sendrecv(acc.p(), n, dt, dst, tmp.p(), n, dt, dst).await?;
-            if dst < r {
+        Doubling::Core { extra, peers } => {
+            if let Some(e) = extra {
+                c.recv(tmp.p(), n, dt, e).await?;
                 reduce_local(tmp.p(), acc.p(), n, dt, op)?;
-            } else {
-                reduce_local(acc.p(), tmp.p(), n, dt, op)?;
-                std::mem::swap(&mut acc, &mut tmp);
             }
-            m <<= 1;
-        }
-    }
-    if r < 2 * rem {
-        if r % 2 == 1 {
-            c.send(acc.p(), n, dt, r - 1).await?;
-        } else {
-            c.recv(acc.p(), n, dt, r + 1).await?;
+            for dst in peers {
+                c.sendrecv(acc.p(), n, dt, dst, tmp.p(), n, dt, dst).await?;
+                if dst < r {
+                    reduce_local(tmp.p(), acc.p(), n, dt, op)?;
+                } else {
+                    reduce_local(acc.p(), tmp.p(), n, dt, op)?;
+                    std::mem::swap(&mut acc, &mut tmp);
+                }
+            }
+            if let Some(e) = extra {
+                c.send(acc.p(), n, dt, e).await?;
+            }
         }
     }
     c.copy(acc.p(), n, dt, out, n, dt)
@@ -417,7 +339,7 @@ pub async unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
         return c.waitall(&mut reqs).await;
     }
     // Binomial: each subtree's blocks travel packed, in virtual order.
-    let vr = (r + p - root) % p;
+    let vr = to_virtual(r, root, p);
     let end = subtree_end(vr, p);
     let mut tmp = vec![0u8; (end - vr) * nb];
     if !is_root {
@@ -431,24 +353,24 @@ pub async unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
             tmp[lo..].as_mut_ptr().cast(),
             hi - lo,
             c.e.c.byte,
-            (k + root) % p,
+            to_real(k, root, p),
             &mut reqs,
         )?;
     }
     c.waitall(&mut reqs).await?;
-    if !is_root {
+    if let Some(par) = binomial_parent(vr) {
         return c
             .send(
                 tmp.as_ptr().cast(),
                 tmp.len(),
                 c.e.c.byte,
-                ((vr & (vr - 1)) + root) % p,
+                to_real(par, root, p),
             )
             .await;
     }
     let rt = rt.expect("root");
     for v in 1..p {
-        let i = (v + root) % p;
+        let i = to_real(v, root, p);
         c.unpack(
             &tmp[v * nb..(v + 1) * nb],
             rt.at(b.rbuf, i * b.rcount),
@@ -494,12 +416,12 @@ pub async unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
         }
         return c.waitall(&mut reqs).await;
     }
-    let vr = (r + p - root) % p;
+    let vr = to_virtual(r, root, p);
     let end = subtree_end(vr, p);
     let mut tmp = vec![0u8; (end - vr) * nb];
     if let Some(st) = st {
         for v in 1..p {
-            let i = (v + root) % p;
+            let i = to_real(v, root, p);
             let mut pos: c_int = 0;
             c.pack(
                 st.at(b.sbuf, i * b.scount),
@@ -509,13 +431,13 @@ pub async unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
                 &mut pos,
             )?;
         }
-    } else {
+    } else if let Some(par) = binomial_parent(vr) {
         let len = tmp.len();
         c.recv(
             tmp.as_mut_ptr().cast(),
             len,
             c.e.c.byte,
-            ((vr & (vr - 1)) + root) % p,
+            to_real(par, root, p),
         )
         .await?;
     }
@@ -526,7 +448,7 @@ pub async unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
             tmp[lo..].as_ptr().cast(),
             hi - lo,
             c.e.c.byte,
-            (k + root) % p,
+            to_real(k, root, p),
             &mut reqs,
         )?;
     }
@@ -616,9 +538,7 @@ pub async unsafe fn allgather(c: &Ctx, alg: Alg, b: Bufs) -> R {
         return Ok(());
     }
     if alg == Alg::RecursiveDoubling && p.is_power_of_two() {
-        let mut m = 1;
-        while m < p {
-            let d = r ^ m;
+        for (m, d) in sched::hypercube(r, p) {
             let (mine, theirs) = (r & !(m - 1), d & !(m - 1));
             c.sendrecv(
                 rt.at(b.rbuf, mine * n),
@@ -631,14 +551,13 @@ pub async unsafe fn allgather(c: &Ctx, alg: Alg, b: Bufs) -> R {
                 d,
             )
             .await?;
-            m <<= 1;
         }
         return Ok(());
     }
     // Ring (also recursive doubling's fallback when P is not a power of 2).
-    let (left, right) = ((r + p - 1) % p, (r + 1) % p);
+    let (left, right) = sched::ring(r, p);
     for k in 0..p - 1 {
-        let (sb, rb) = ((r + p - k) % p, (r + 2 * p - k - 1) % p);
+        let (sb, rb) = sched::ring_blocks(r, p, k);
         c.sendrecv(
             rt.at(b.rbuf, sb * n),
             n,
@@ -669,9 +588,9 @@ pub async unsafe fn allgatherv(c: &Ctx, b: Bufs, counts: *const c_int, displs: *
     if p < 2 {
         return Ok(());
     }
-    let (left, right) = ((r + p - 1) % p, (r + 1) % p);
+    let (left, right) = sched::ring(r, p);
     for k in 0..p - 1 {
-        let (sb, rb) = ((r + p - k) % p, (r + 2 * p - k - 1) % p);
+        let (sb, rb) = sched::ring_blocks(r, p, k);
         c.sendrecv(at(sb), cnt(sb), b.rdt, right, at(rb), cnt(rb), b.rdt, left)
             .await?;
     }
@@ -712,16 +631,15 @@ pub async unsafe fn alltoall(c: &Ctx, alg: Alg, b: Bufs) -> R {
     if p >= 2 && rt.bytes(rn) > 0 {
         if alg == Alg::Linear {
             let mut reqs = Vec::new();
-            for i in (1..p).map(|i| (r + p - i) % p) {
+            for (_, i) in sched::pairwise(r, p) {
                 c.irecv(rt.at(b.rbuf, i * rn), rn, b.rdt, i, &mut reqs)?;
             }
-            for i in (1..p).map(|i| (r + i) % p) {
+            for (i, _) in sched::pairwise(r, p) {
                 c.isend(st.at(b.sbuf, i * sn), sn, b.sdt, i, &mut reqs)?;
             }
             c.waitall(&mut reqs).await?;
         } else {
-            for i in 1..p {
-                let (to, from) = ((r + i) % p, (r + p - i) % p);
+            for (to, from) in sched::pairwise(r, p) {
                 c.sendrecv(
                     st.at(b.sbuf, to * sn),
                     sn,
@@ -793,8 +711,7 @@ pub async unsafe fn alltoallv(c: &Ctx, b: Bufs, s: V, rv: V) -> R {
         rv.n(r),
         b.rdt,
     )?;
-    for i in 1..p {
-        let (to, from) = ((r + i) % p, (r + p - i) % p);
+    for (to, from) in sched::pairwise(r, p) {
         c.sendrecv(
             s.at(&st, b.sbuf, to),
             s.n(to),
@@ -852,8 +769,7 @@ pub async unsafe fn alltoallw(c: &Ctx, sbuf: *const c_void, s: W, rbuf: *mut c_v
     }
     let (sp, sn, st) = send[r];
     c.copy(sp, sn, st, rw.at(rbuf, r), rw.n(r), rw.t(r))?;
-    for i in 1..p {
-        let (to, from) = ((r + i) % p, (r + p - i) % p);
+    for (to, from) in sched::pairwise(r, p) {
         let (sp, sn, st) = send[to];
         c.sendrecv(
             sp,
@@ -1002,15 +918,16 @@ pub async unsafe fn scan(
     let mut tmp = Tmp::new(&t, n);
     if alg == Alg::Linear {
         // Chain: rank r receives x0 op … op x(r−1) from r − 1.
-        if r > 0 {
-            c.recv(tmp.p(), n, dt, r - 1).await?;
+        let chain = tree(Alg::Pipeline, r, p);
+        if let Some(prev) = chain.parent {
+            c.recv(tmp.p(), n, dt, prev).await?;
             if exclusive {
                 c.copy(tmp.p(), n, dt, rbuf, n, dt)?;
             }
             reduce_local(tmp.p(), mine.p(), n, dt, op)?;
         }
-        if r + 1 < p {
-            c.send(mine.p(), n, dt, r + 1).await?;
+        for &next in &chain.children {
+            c.send(mine.p(), n, dt, next).await?;
         }
         if !exclusive {
             c.copy(mine.p(), n, dt, rbuf, n, dt)?;
@@ -1025,9 +942,7 @@ pub async unsafe fn scan(
     if !exclusive {
         c.copy(partial.p(), n, dt, result.p(), n, dt)?;
     }
-    let mut m = 1;
-    while m < p {
-        let d = r ^ m;
+    for (_, d) in sched::hypercube(r, p) {
         if d < p {
             c.sendrecv(partial.p(), n, dt, d, tmp.p(), n, dt, d).await?;
             if r > d {
@@ -1043,52 +958,9 @@ pub async unsafe fn scan(
                 std::mem::swap(&mut partial, &mut tmp);
             }
         }
-        m <<= 1;
     }
     if have {
         c.copy(result.p(), n, dt, rbuf, n, dt)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn binomial_tree_covers_every_rank_once() {
-        for p in 1..40 {
-            let mut seen = vec![0; p];
-            seen[0] += 1;
-            for v in 0..p {
-                for k in tree(Alg::Binomial, v, p).children {
-                    seen[k] += 1;
-                    assert_eq!(tree(Alg::Binomial, k, p).parent, Some(v));
-                    assert!(k > v && subtree_end(k, p) <= subtree_end(v, p));
-                }
-            }
-            assert!(seen.iter().all(|&s| s == 1), "p={p}");
-        }
-    }
-
-    #[test]
-    fn binomial_children_tile_the_subtree() {
-        for p in 1..40 {
-            for v in 0..p {
-                let mut next = v + 1;
-                for k in tree(Alg::Binomial, v, p).children {
-                    assert_eq!(k, next);
-                    next = subtree_end(k, p);
-                }
-                assert_eq!(next, subtree_end(v, p), "p={p} v={v}");
-            }
-        }
-    }
-
-    #[test]
-    fn segments_split_exactly() {
-        let v: Vec<_> = segments(10, 4).collect();
-        assert_eq!(v, vec![(0, 4), (4, 4), (8, 2)]);
-        assert_eq!(segments(3, 10).count(), 1);
-    }
 }

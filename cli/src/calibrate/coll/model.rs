@@ -1,7 +1,8 @@
 //! LogGP predictions for the collectives the shim runs (pure: no MPI).
 //!
 //! The shim's algorithms (`shim/src/coll/algo.rs`) are evaluated message by
-//! message on a LogGP machine with separate send and receive overheads, in
+//! message, over the very schedules the shim runs (`loggp_core::sched`: who
+//! sends to whom in each step), on a LogGP machine with separate send and receive overheads, in
 //! the order the shim issues the messages, rather than by the closed forms
 //! of Pješivac-Grbović et al., Tables 1–4: the closed forms assume one `o`
 //! for both ends, a power-of-two P, and that the gap never binds, and they
@@ -24,6 +25,9 @@
 //! The prediction is the time from a common start (every rank enters the
 //! collective at 0, nothing pending) until the last rank returns — what
 //! `calibrate/collbench.c` measures.
+
+use loggp_core::coll::Alg;
+use loggp_core::sched::{self, Doubling};
 
 /// LogGP parameters in ns (`big_g` and `gamma` in ns per byte).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -246,28 +250,20 @@ impl Sim {
     }
 }
 
-/// Children of virtual rank `v` in the shim's binomial tree over `p`
-/// ranks, in increasing order (`algo.rs`: the parent clears the lowest set
-/// bit; the subtree of `v` is `[v, v + lowbit(v))`).
-pub fn binomial_children(v: usize, p: usize) -> Vec<usize> {
-    let lim = if v == 0 { p } else { v & v.wrapping_neg() };
-    let mut out = Vec::new();
-    let mut k = 1;
-    while k < lim && v + k < p {
-        out.push(v + k);
-        k <<= 1;
-    }
-    out
-}
-
-/// Largest power of two not above `p` (p ≥ 1).
-fn pof2(p: usize) -> usize {
-    1usize << (usize::BITS - 1 - p.leading_zeros())
-}
-
-/// ⌈log2 p⌉.
-pub fn ceil_log2(p: usize) -> u32 {
-    p.next_power_of_two().trailing_zeros()
+/// Per step, every rank's (to, from): the transpose of per-rank schedules.
+/// A rank with fewer steps (an extra of recursive doubling) reads (0, 0)
+/// there, and must not be among the ranks of that step's exchange.
+fn by_step(p: usize, per_rank: impl Fn(usize) -> Vec<(usize, usize)>) -> Vec<Vec<(usize, usize)>> {
+    let ranks: Vec<Vec<(usize, usize)>> = (0..p).map(per_rank).collect();
+    let n = ranks.iter().map(Vec::len).max().unwrap_or(0);
+    (0..n)
+        .map(|k| {
+            ranks
+                .iter()
+                .map(|s| s.get(k).copied().unwrap_or_default())
+                .collect()
+        })
+        .collect()
 }
 
 /// Predicted time (ns) of `op` on `p` ranks with `size` bytes per message
@@ -282,10 +278,8 @@ pub fn predict(op: Coll, p: usize, size: u64, m: &Machine) -> f64 {
         // Dissemination: round k, r sends to r + 2^k, receives from r − 2^k.
         Coll::Barrier => {
             let all: Vec<usize> = (0..p).collect();
-            let mut d = 1;
-            while d < p {
-                s.exchange(&all, 0, |r| (r + d) % p, |r| (r + p - d) % p, false);
-                d <<= 1;
+            for step in by_step(p, |r| sched::dissemination(r, p).collect()) {
+                s.exchange(&all, 0, |r| step[r].0, |r| step[r].1, false);
             }
         }
         // Root 0; a node receives from its parent (blocking), then Isends
@@ -293,10 +287,11 @@ pub fn predict(op: Coll, p: usize, size: u64, m: &Machine) -> f64 {
         Coll::Bcast => {
             let mut arr = vec![f64::NAN; p];
             for v in 0..p {
-                if v > 0 {
+                let node = sched::tree(Alg::Binomial, v, p);
+                if node.parent.is_some() {
                     s.recv(v, arr[v]);
                 }
-                for &k in binomial_children(v, p).iter().rev() {
+                for &k in node.children.iter().rev() {
                     arr[k] = s.isend(v, size);
                 }
                 s.wait_sends(v);
@@ -307,11 +302,12 @@ pub fn predict(op: Coll, p: usize, size: u64, m: &Machine) -> f64 {
         Coll::Reduce => {
             let mut arr = vec![f64::NAN; p];
             for v in (0..p).rev() {
-                for &k in &binomial_children(v, p) {
+                let node = sched::tree(Alg::Binomial, v, p);
+                for &k in &node.children {
                     s.recv(v, arr[k]);
                     s.reduce_local(v, size);
                 }
-                if v > 0 {
+                if node.parent.is_some() {
                     arr[v] = s.send(v, size);
                 }
             }
@@ -320,32 +316,37 @@ pub fn predict(op: Coll, p: usize, size: u64, m: &Machine) -> f64 {
         // (even → odd), log2(pof2) rounds of exchange among pof2 ranks,
         // then the odd ones send the result back.
         Coll::Allreduce => {
-            let q = pof2(p);
-            let rem = p - q;
-            for r in (0..2 * rem).step_by(2) {
-                let a = s.send(r, size);
-                s.recv(r + 1, a);
-                s.reduce_local(r + 1, size);
+            let roles: Vec<Doubling> = (0..p).map(|r| sched::doubling_allreduce(r, p)).collect();
+            for (r, role) in roles.iter().enumerate() {
+                if let Doubling::Extra { partner } = *role {
+                    let a = s.send(r, size);
+                    s.recv(partner, a);
+                    s.reduce_local(partner, size);
+                }
             }
-            let real = |nr: usize| if nr < rem { nr * 2 + 1 } else { nr + rem };
-            let who: Vec<usize> = (0..q).map(real).collect();
-            let newrank = |r: usize| if r < 2 * rem { r / 2 } else { r - rem };
-            let mut k = 1;
-            while k < q {
-                let partner = |r: usize| real(newrank(r) ^ k);
-                s.exchange(&who, size, partner, partner, true);
-                k <<= 1;
+            // The ranks of the exchange (the extras sit it out).
+            let who: Vec<usize> = (0..p)
+                .filter(|&r| matches!(roles[r], Doubling::Core { .. }))
+                .collect();
+            let steps = by_step(p, |r| match &roles[r] {
+                Doubling::Core { peers, .. } => peers.iter().map(|&d| (d, d)).collect(),
+                Doubling::Extra { .. } => Vec::new(),
+            });
+            for step in steps {
+                s.exchange(&who, size, |r| step[r].0, |r| step[r].1, true);
             }
-            for r in (1..2 * rem).step_by(2) {
-                let a = s.send(r, size);
-                s.recv(r - 1, a);
+            for (r, role) in roles.iter().enumerate() {
+                if let Doubling::Core { extra: Some(e), .. } = *role {
+                    let a = s.send(r, size);
+                    s.recv(e, a);
+                }
             }
         }
         // Pairwise exchange: step i, send to r + i, receive from r − i.
         Coll::Alltoall => {
             let all: Vec<usize> = (0..p).collect();
-            for i in 1..p {
-                s.exchange(&all, size, |r| (r + i) % p, |r| (r + p - i) % p, false);
+            for step in by_step(p, |r| sched::pairwise(r, p).collect()) {
+                s.exchange(&all, size, |r| step[r].0, |r| step[r].1, false);
             }
         }
     }
@@ -372,7 +373,7 @@ pub fn closed_form(op: Coll, p: usize, size: u64, m: &Machine) -> Option<f64> {
     } else {
         0.0
     };
-    let k = f64::from(ceil_log2(p));
+    let k = f64::from(sched::ceil_log2(p));
     match op {
         // Table 1, Bruck: ⌈log2 P⌉ (L + o + g).
         Coll::Barrier => Some(k * round),
@@ -535,14 +536,7 @@ mod tests {
     }
 
     #[test]
-    fn tree_and_helpers() {
-        assert_eq!(binomial_children(0, 8), vec![1, 2, 4]);
-        assert_eq!(binomial_children(4, 8), vec![5, 6]);
-        assert_eq!(binomial_children(4, 6), vec![5]);
-        assert_eq!(binomial_children(3, 8), Vec::<usize>::new());
-        assert_eq!(ceil_log2(2), 1);
-        assert_eq!(ceil_log2(5), 3);
-        assert_eq!(ceil_log2(8), 3);
+    fn helpers() {
         assert_eq!(percent_diff(110.0, 100.0), Some(10.0));
         assert_eq!(percent_diff(1.0, 0.0), None);
         assert_eq!(Coll::parse("bcast"), Some(Coll::Bcast));

@@ -1,0 +1,402 @@
+//! Who talks to whom, and in which order, in each step of the collective
+//! algorithms the shim runs (pure: no MPI, unit-tested below).
+//!
+//! One text for two readers: the shim's collectives (`shim/src/coll/algo.rs`)
+//! issue their messages from these schedules, and the calibration's model
+//! check (`cli/src/calibrate/coll/model.rs`) evaluates the same schedules on
+//! a LogGP machine, so a prediction describes what the shim ran.
+//!
+//! Ranks here are *virtual* where a root matters (the root is virtual rank
+//! 0: [`to_virtual`], [`to_real`]), else the ranks of the communicator.
+
+use crate::coll::Alg;
+
+/// The lowest set bit of `v` (0 for 0).
+pub fn lowbit(v: usize) -> usize {
+    v & v.wrapping_neg()
+}
+
+/// Largest power of two not above `p` (`p ≥ 1`).
+pub fn pof2(p: usize) -> usize {
+    1usize << (usize::BITS - 1 - p.max(1).leading_zeros())
+}
+
+/// ⌈log2 p⌉ (0 for `p ≤ 1`).
+pub fn ceil_log2(p: usize) -> u32 {
+    p.next_power_of_two().trailing_zeros()
+}
+
+/// Virtual rank of `r` in a tree rooted at `root` over `p` ranks.
+pub fn to_virtual(r: usize, root: usize, p: usize) -> usize {
+    (r + p - root) % p
+}
+
+/// Real rank of virtual rank `v` in a tree rooted at `root`.
+pub fn to_real(v: usize, root: usize, p: usize) -> usize {
+    (v + root) % p
+}
+
+/// A node of a virtual topology over virtual ranks `0..p` (0 is the root).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tree {
+    pub parent: Option<usize>,
+    /// In increasing order; for the binomial, chain and flat trees the
+    /// subtree of child i is `[child_i, child_i+1)`, contiguous after the
+    /// node itself (what rank-ordered reductions need).
+    pub children: Vec<usize>,
+}
+
+/// The node `vr` of the tree of `alg` over `p` ranks: `Linear` a flat tree,
+/// `Pipeline` a chain, `Binary` a binary heap, any other algorithm the
+/// binomial tree (the parent clears the lowest set bit; the subtree of `vr`
+/// is `[vr, vr + lowbit(vr))`, see [`subtree_end`]).
+pub fn tree(alg: Alg, vr: usize, p: usize) -> Tree {
+    match alg {
+        Alg::Linear => Tree {
+            parent: (vr != 0).then_some(0),
+            children: if vr == 0 {
+                (1..p).collect()
+            } else {
+                Vec::new()
+            },
+        },
+        Alg::Pipeline => Tree {
+            parent: vr.checked_sub(1),
+            children: (vr + 1 < p).then_some(vr + 1).into_iter().collect(),
+        },
+        Alg::Binary => Tree {
+            parent: (vr != 0).then(|| (vr - 1) / 2),
+            children: [2 * vr + 1, 2 * vr + 2]
+                .into_iter()
+                .filter(|&c| c < p)
+                .collect(),
+        },
+        _ => {
+            let lim = if vr == 0 { p } else { lowbit(vr) };
+            let mut children = Vec::new();
+            let mut m = 1;
+            while m < lim && vr + m < p {
+                children.push(vr + m);
+                m <<= 1;
+            }
+            Tree {
+                parent: binomial_parent(vr),
+                children,
+            }
+        }
+    }
+}
+
+/// Parent of `vr` in the binomial tree (`None` for the root).
+pub fn binomial_parent(vr: usize) -> Option<usize> {
+    (vr != 0).then(|| vr & (vr - 1))
+}
+
+/// End (exclusive) of the binomial subtree of `vr` over `p` ranks.
+pub fn subtree_end(vr: usize, p: usize) -> usize {
+    if vr == 0 {
+        p
+    } else {
+        (vr + lowbit(vr)).min(p)
+    }
+}
+
+/// Elements per segment: `seg` bytes of elements of `size` bytes, at least
+/// one element; `n` (the whole message, at least 1) when unsegmented.
+pub fn seg_elems(seg: u64, size: usize, n: usize) -> usize {
+    if seg == 0 || size == 0 {
+        return n.max(1);
+    }
+    (usize::try_from(seg).unwrap_or(usize::MAX) / size).max(1)
+}
+
+/// The segments of `n` elements, `es` at a time: (first element, count).
+pub fn segments(n: usize, es: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..n).step_by(es.max(1)).map(move |s| (s, es.min(n - s)))
+}
+
+/// Bruck's dissemination: round k, `r` sends to `r + 2^k` and receives
+/// from `r − 2^k` (mod p); ⌈log2 p⌉ rounds of (to, from).
+pub fn dissemination(r: usize, p: usize) -> impl Iterator<Item = (usize, usize)> {
+    std::iter::successors(Some(1usize), |d| d.checked_mul(2))
+        .take_while(move |&d| d < p)
+        .map(move |d| ((r + d) % p, (r + p - d) % p))
+}
+
+/// Hypercube steps below `n`: step k pairs `r` with `r ^ 2^k`, as
+/// (2^k, peer). The peer may be `n` or more where `r < n` is not a power of
+/// two's worth of ranks (Scan skips those).
+pub fn hypercube(r: usize, n: usize) -> impl Iterator<Item = (usize, usize)> {
+    std::iter::successors(Some(1usize), |m| m.checked_mul(2))
+        .take_while(move |&m| m < n)
+        .map(move |m| (m, r ^ m))
+}
+
+/// Pairwise exchange: step i (1..p), `r` sends to `r + i` and receives
+/// from `r − i` (mod p), as (to, from).
+pub fn pairwise(r: usize, p: usize) -> impl Iterator<Item = (usize, usize)> {
+    (1..p).map(move |i| ((r + i) % p, (r + p - i) % p))
+}
+
+/// Ring neighbours of `r`: (left, right) = (r − 1, r + 1) mod p.
+pub fn ring(r: usize, p: usize) -> (usize, usize) {
+    ((r + p - 1) % p, (r + 1) % p)
+}
+
+/// Ring Allgather, step k (0..p−1): the blocks `r` sends to its right and
+/// receives from its left, as (sent, received).
+pub fn ring_blocks(r: usize, p: usize, k: usize) -> (usize, usize) {
+    ((r + p - k) % p, (r + 2 * p - k - 1) % p)
+}
+
+/// A rank's part in a recursive doubling over a `p` that need not be a
+/// power of two: some ranks fold into a partner first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Doubling {
+    /// Sends its contribution to `partner`, takes no part in the exchange,
+    /// and receives the result from `partner` at the end.
+    Extra { partner: usize },
+    /// Takes part in the exchange: first receives from `extra` (if any),
+    /// exchanges with `peers` in order, then sends to `extra`.
+    Core {
+        extra: Option<usize>,
+        peers: Vec<usize>,
+    },
+}
+
+/// Recursive doubling Barrier: the ranks from `pof2(p)` on are extras of
+/// `r − pof2`; the others exchange with `r ^ 2^k`.
+pub fn doubling_barrier(r: usize, p: usize) -> Doubling {
+    let q = pof2(p);
+    if r >= q {
+        return Doubling::Extra { partner: r - q };
+    }
+    Doubling::Core {
+        extra: (r < p - q).then_some(r + q),
+        peers: hypercube(r, q).map(|(_, d)| d).collect(),
+    }
+}
+
+/// MPICH's recursive doubling Allreduce (rank order kept for any op): of
+/// the first `2·rem` ranks the even ones are extras of the odd one above;
+/// the `pof2(p)` remaining ranks (new rank `r/2` or `r − rem`) exchange
+/// with the rank whose new rank is theirs `^ 2^k`.
+pub fn doubling_allreduce(r: usize, p: usize) -> Doubling {
+    let q = pof2(p);
+    let rem = p - q;
+    let nr = if r < 2 * rem {
+        if r.is_multiple_of(2) {
+            return Doubling::Extra { partner: r + 1 };
+        }
+        r / 2
+    } else {
+        r - rem
+    };
+    let real = |nd: usize| if nd < rem { nd * 2 + 1 } else { nd + rem };
+    Doubling::Core {
+        extra: (r < 2 * rem).then(|| r - 1),
+        peers: hypercube(nr, q).map(|(_, nd)| real(nd)).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHAPES: [Alg; 4] = [Alg::Linear, Alg::Pipeline, Alg::Binary, Alg::Binomial];
+
+    #[test]
+    fn every_tree_covers_every_rank_once_with_consistent_parents() {
+        for alg in SHAPES {
+            for p in 1..=17 {
+                let mut seen = vec![0; p];
+                seen[0] += 1;
+                for v in 0..p {
+                    let t = tree(alg, v, p);
+                    assert_eq!(t.parent.is_none(), v == 0, "{alg:?} p={p} v={v}");
+                    if let Some(par) = t.parent {
+                        assert!(tree(alg, par, p).children.contains(&v));
+                    }
+                    assert!(t.children.windows(2).all(|w| w[0] < w[1]));
+                    for &k in &t.children {
+                        assert!(k > v && k < p);
+                        seen[k] += 1;
+                        assert_eq!(tree(alg, k, p).parent, Some(v), "{alg:?} p={p}");
+                    }
+                }
+                assert!(seen.iter().all(|&s| s == 1), "{alg:?} p={p}: {seen:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn binomial_children_tile_the_subtree() {
+        for p in 1..40 {
+            for v in 0..p {
+                let mut next = v + 1;
+                for k in tree(Alg::Binomial, v, p).children {
+                    assert_eq!(k, next);
+                    assert_eq!(binomial_parent(k), Some(v));
+                    next = subtree_end(k, p);
+                }
+                assert_eq!(next, subtree_end(v, p), "p={p} v={v}");
+            }
+        }
+        // Algorithms that are not trees get the binomial one.
+        assert_eq!(tree(Alg::Auto, 3, 8), tree(Alg::Binomial, 3, 8));
+        assert_eq!(tree(Alg::Binomial, 0, 8).children, vec![1, 2, 4]);
+        assert_eq!(tree(Alg::Binomial, 4, 8).children, vec![5, 6]);
+        assert_eq!(tree(Alg::Binomial, 4, 6).children, vec![5]);
+        assert!(tree(Alg::Binomial, 3, 8).children.is_empty());
+    }
+
+    #[test]
+    fn virtual_ranks_round_trip() {
+        for p in 1..=17 {
+            for root in 0..p {
+                assert_eq!(to_virtual(root, root, p), 0);
+                for r in 0..p {
+                    assert_eq!(to_real(to_virtual(r, root, p), root, p), r);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn helpers() {
+        assert_eq!(
+            (pof2(1), pof2(2), pof2(7), pof2(8), pof2(17)),
+            (1, 2, 4, 8, 16)
+        );
+        assert_eq!(ceil_log2(1), 0);
+        assert_eq!(ceil_log2(2), 1);
+        assert_eq!(ceil_log2(5), 3);
+        assert_eq!(ceil_log2(8), 3);
+        assert_eq!(lowbit(12), 4);
+    }
+
+    #[test]
+    fn segments_split_exactly() {
+        let v: Vec<_> = segments(10, 4).collect();
+        assert_eq!(v, vec![(0, 4), (4, 4), (8, 2)]);
+        assert_eq!(segments(3, 10).count(), 1);
+        assert_eq!(segments(0, 4).count(), 0);
+        assert_eq!(seg_elems(0, 8, 10), 10);
+        assert_eq!(seg_elems(0, 8, 0), 1);
+        assert_eq!(seg_elems(32, 8, 10), 4);
+        assert_eq!(seg_elems(4, 8, 10), 1);
+    }
+
+    /// Step by step, `to` of each rank receives from it in the same step.
+    fn pairs_up(p: usize, steps: impl Fn(usize) -> Vec<(usize, usize)>) {
+        let all: Vec<_> = (0..p).map(&steps).collect();
+        for (r, s) in all.iter().enumerate() {
+            assert_eq!(s.len(), all[0].len(), "p={p}");
+            for (k, &(to, from)) in s.iter().enumerate() {
+                assert_eq!(all[to][k].1, r, "p={p} r={r} step {k}");
+                assert_eq!(all[from][k].0, r, "p={p} r={r} step {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn dissemination_and_pairwise_pair_up() {
+        for p in 1..=17 {
+            pairs_up(p, |r| dissemination(r, p).collect());
+            assert_eq!(dissemination(0, p).count(), ceil_log2(p) as usize);
+            pairs_up(p, |r| pairwise(r, p).collect());
+            // Pairwise reaches every other rank once.
+            for r in 0..p {
+                let mut to: Vec<_> = pairwise(r, p).map(|s| s.0).collect();
+                to.sort_unstable();
+                let others: Vec<_> = (0..p).filter(|&i| i != r).collect();
+                assert_eq!(to, others);
+            }
+            pairs_up(p, |r| {
+                let (l, rt) = ring(r, p);
+                vec![(rt, l)]
+            });
+        }
+    }
+
+    #[test]
+    fn ring_allgather_delivers_every_block_once() {
+        for p in 1..=17 {
+            for r in 0..p {
+                let (left, _) = ring(r, p);
+                let mut have = vec![false; p];
+                have[r] = true;
+                for k in 0..p.saturating_sub(1) {
+                    let (sent, got) = ring_blocks(r, p, k);
+                    assert!(have[sent], "p={p} r={r} k={k}: sends a block it lacks");
+                    // What arrives is what the left neighbour sent.
+                    assert_eq!(ring_blocks(left, p, k).0, got);
+                    assert!(!have[got]);
+                    have[got] = true;
+                }
+                assert!(have.iter().all(|&h| h), "p={p} r={r}");
+            }
+        }
+    }
+
+    #[test]
+    fn hypercube_peers_are_symmetric() {
+        for p in 1..=17 {
+            for r in 0..p {
+                for (m, d) in hypercube(r, p) {
+                    assert!(m < p);
+                    if d < p {
+                        assert!(hypercube(d, p).any(|s| s == (m, r)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_doubling(p: usize, f: impl Fn(usize) -> Doubling) {
+        let q = pof2(p);
+        let roles: Vec<_> = (0..p).map(&f).collect();
+        let mut cores = 0;
+        for (r, role) in roles.iter().enumerate() {
+            match role {
+                Doubling::Extra { partner } => {
+                    let Doubling::Core { extra, .. } = &roles[*partner] else {
+                        panic!("p={p}: extra {r} folds into an extra");
+                    };
+                    assert_eq!(*extra, Some(r), "p={p}");
+                }
+                Doubling::Core { extra, peers } => {
+                    cores += 1;
+                    assert_eq!(peers.len(), q.trailing_zeros() as usize, "p={p}");
+                    if let Some(e) = extra {
+                        assert_eq!(roles[*e], Doubling::Extra { partner: r });
+                    }
+                    for (k, &d) in peers.iter().enumerate() {
+                        let Doubling::Core { peers: theirs, .. } = &roles[d] else {
+                            panic!("p={p}: {r} exchanges with extra {d}");
+                        };
+                        assert_eq!(theirs[k], r, "p={p} r={r} step {k}");
+                    }
+                }
+            }
+        }
+        assert_eq!(cores, q, "p={p}");
+    }
+
+    #[test]
+    fn doubling_folds_extras_and_pairs_up() {
+        for p in 1..=17 {
+            check_doubling(p, |r| doubling_barrier(r, p));
+            check_doubling(p, |r| doubling_allreduce(r, p));
+        }
+        assert_eq!(doubling_allreduce(0, 6), Doubling::Extra { partner: 1 });
+        assert_eq!(
+            doubling_allreduce(1, 6),
+            Doubling::Core {
+                extra: Some(0),
+                peers: vec![3, 4]
+            }
+        );
+        assert_eq!(doubling_barrier(5, 6), Doubling::Extra { partner: 1 });
+    }
+}
