@@ -14,6 +14,7 @@ pub mod idle;
 pub mod mpilib;
 pub mod oncemap;
 pub mod prtt;
+pub mod spread;
 pub mod stash;
 pub mod stats;
 pub mod target;
