@@ -20,12 +20,15 @@
 //! - a targeted knob (`--knob L@pairs=0:1`) and a varied one (`--l-dist`)
 //!   reach the program's environment as `LOGGP_L=20us@pairs=0:1`,
 //!   `LOGGP_L_DIST`, `LOGGP_SEED`, at that knob's points only; through the
-//!   real shim a ping-pong's half round trip grows by the whole L for
-//!   `L@pairs=0:1` and by half of it for `L@from=1` (one direction).
+//!   real shim the median half round trip of a ping-pong
+//!   (`tests/progs/timing.c`) grows by the whole L for `L@pairs=0:1` and by
+//!   half of it for `L@from=1` (one direction).
 //!
 //! Every MPI job holds an exclusive lock on /tmp/loggp-mpi.lock (the sweep
 //! through `--lock`, native runs here through `File::lock`) so that only one
 //! runs at a time on the machine, and every job has a timeout.
+
+mod common;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;
@@ -534,7 +537,10 @@ fn targeted_and_varied_knobs_reach_the_program() {
 #[test]
 fn a_targeted_l_reaches_only_its_pairs_openmpi() {
     let mpi = "openmpi";
-    let dir = examples(mpi);
+    // the median half round trip of tests/progs/timing.c: a mean (the
+    // example's figure) moves by milliseconds when another job takes a
+    // core from a spinning rank on this shared 2-core machine
+    let prog = common::prog(common::Mpi::OpenMpi, "timing");
     let out = tempdir("targeted-pingpong");
     let shims = root().join("target/release");
     let shim_copy = out.join("shim");
@@ -551,13 +557,13 @@ fn a_targeted_l_reaches_only_its_pairs_openmpi() {
             "20us",
         ])
         .args(["--repeat", "2", "--stat", "min"])
-        .args(["--metric", r"half round trip ([0-9.]+) us"])
+        .args(["--metric", r"half_rtt_us=([0-9.]+)"])
         .args(["--timeout", "120s", "--lock", LOCK, "--out"])
         .arg(&out)
         .arg("--")
         .args(launcher(mpi, 2))
-        .arg(dir.join("pingpong"))
-        .arg("2000");
+        .arg(prog)
+        .args(["pingpong", "500"]);
     let o = run(c, Duration::from_secs(600));
     let (so, se) = (text(&o.stdout), text(&o.stderr));
     assert!(o.status.success(), "sweep failed:\n{so}\n{se}");
