@@ -38,6 +38,13 @@
  *            arrived (probe of the last tag, then `wait`): only the gap
  *            between deliveries (g_r) and o_r can stretch it.
  *            g_r = (T(n) - T(1)) / (n-1).
+ *   oneway   one-way time of one message from rank 0 to rank 1: rank 0
+ *            reads its clock and sends; rank 1 reads its clock when
+ *            MPI_Recv returns and sends that time back (the ranks share
+ *            one host's CLOCK_MONOTONIC). Each repetition starts after
+ *            `wait` on an idle machine; 4x --reps repetitions. Less the
+ *            baseline's median, this is the added delay of each message:
+ *            the realised distribution of a varied L (LOGGP_L_DIST).
  *   gs_1toN  (np >= 3) one-to-many PRTT: rank 0 sends n messages round-robin
  *            to ranks 1..P-1, each replies after its share. Receivers get
  *            n/(P-1) each, so it exposes the sender's gap unless
@@ -66,7 +73,7 @@
 #define ACK_TAG 30001
 #define TIMES_TAG 30002
 
-enum { CMD_DONE, CMD_PRTT, CMD_OR, CMD_GS, CMD_GR, CMD_1TON, CMD_NTO1 };
+enum { CMD_DONE, CMD_PRTT, CMD_OR, CMD_GS, CMD_GR, CMD_1TON, CMD_NTO1, CMD_OW };
 
 /* A command: kind, n, size, reps, wait_ns. Sent as doubles. */
 typedef struct {
@@ -220,6 +227,20 @@ static void run_gr(int n, long s, int reps, double wait) {
     print_remote("gr_burst", n, s, reps, 1);
 }
 
+/* One-way times 0 -> 1 (rank 1 returns its receive time). */
+static void run_ow(long s, int reps, double wait) {
+    int r;
+    double t0, t1;
+    send_cmd(1, CMD_OW, 1, s, reps + 1, wait);
+    for (r = 0; r < reps + 1; r++) {
+        spin_ns(wait);
+        t0 = now_ns();
+        MPI_Send(sbuf, (int)s, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+        MPI_Recv(&t1, 1, MPI_DOUBLE, 1, ACK_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (r > 0) row("oneway", 1, 0, s, r - 1, t1 - t0, 0);
+    }
+}
+
 /* One-to-many PRTT: n messages round-robin to ranks 1..np-1. */
 static void run_1ton(int n, long s, int reps, double wait) {
     int r, i, p;
@@ -293,6 +314,13 @@ static void serve(void) {
             /* the first repetition is a warm-up */
             MPI_Send(t + 1, reps - 1, MPI_DOUBLE, 0, TIMES_TAG, MPI_COMM_WORLD);
             free(t);
+            break;
+        case CMD_OW:
+            for (r = 0; r < reps; r++) {
+                MPI_Recv(rbuf, (int)s, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                t0 = now_ns();
+                MPI_Send(&t0, 1, MPI_DOUBLE, 0, ACK_TAG, MPI_COMM_WORLD);
+            }
             break;
         case CMD_GS:
             for (r = 0; r < reps; r++) {
@@ -418,6 +446,7 @@ int main(int argc, char **argv) {
     run_gs(n, size, reps, wait);
     run_gr(1, size, reps, wait);
     run_gr(n, size, reps, wait);
+    run_ow(size, 4 * reps, wait);
     if (np >= 3) {
         run_1ton(np - 1, size, reps, wait);
         run_1ton(n * (np - 1), size, reps, wait);

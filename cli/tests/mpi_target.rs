@@ -12,6 +12,12 @@
 //! - `O_S=10us@to=2` (a sender-side knob: the sender finds the
 //!   destination's MPI_COMM_WORLD rank): rank 0's sends to 2 take at
 //!   least 10 µs, its sends to 1 do not, on both communicators.
+//! - `G=2ns@pairs=0:1`, `G_S=20us@to=2`, `G_R=20us@from=2` (`target N
+//!   gaps`): the targeted pair's 64 KiB ping (G), burst of 20 sends (g_s)
+//!   or 20 back-to-back receives (g_r) grows by the requested increment
+//!   ((64 KiB − 1)·2 ns = 131 µs; 19·20 µs = 380 µs) within ±15 %, the
+//!   other pair's by less than 15 % of it: applied twice (+100 %), not at
+//!   all, or to both pairs fails.
 //! - Bad input stops the job with one line naming the variable: a rank the
 //!   job lacks, `@inter` with every rank on one host (both known only at
 //!   MPI_Init), overlapping items (refused before).
@@ -102,6 +108,54 @@ fn o_s_to_one_rank(mpi: Mpi) {
     });
 }
 
+fn gaps(mpi: Mpi, vars: &[(&str, &str)]) -> Outcome {
+    let out = Job::new(mpi, "target")
+        .np(3)
+        .via(if vars.is_empty() {
+            Via::Native
+        } else {
+            Via::Direct
+        })
+        .vars(vars)
+        .args(&["100", "gaps"])
+        .run();
+    out.expect_pass("target: PASS");
+    out
+}
+
+/// G, g_s and g_r on one pair: `(variable, value, targeted key, other
+/// key, requested increment in µs)`.
+const GAPS: &[(&str, &str, &str, &str, f64)] = &[
+    // a 64 KiB message: (65536 - 1) B x 2 ns (less the native time per
+    // byte, ~0.04 ns/B on shared memory)
+    ("LOGGP_G", "2ns@pairs=0:1", "bw_1", "bw_2", 131.07),
+    // 20 departures to rank 2: 19 gaps
+    ("LOGGP_G_S", "20us@to=2", "sgap_2", "sgap_1", 380.0),
+    // 20 deliveries from rank 2: 19 gaps (the native receives overlap them)
+    ("LOGGP_G_R", "20us@from=2", "rgap_2", "rgap_1", 380.0),
+];
+
+fn gaps_on_one_pair(mpi: Mpi) {
+    for &(var, value, hit, miss, want) in GAPS {
+        retry(3, &format!("{var}={value}, {}", mpi.name()), || {
+            let n = gaps(mpi, &[]);
+            let s = gaps(mpi, &[(var, value)]);
+            let (dh, dm) = (s.num(hit) - n.num(hit), s.num(miss) - n.num(miss));
+            check(
+                (0.85 * want..=1.15 * want).contains(&dh) && dm < 0.15 * want,
+                format!(
+                    "{hit} {:.2} -> {:.2} us (+{dh:.2}, want +{want:.2} ± 15 %), {miss} {:.2} -> {:.2} us (+{dm:.2}, want < {:.2})",
+                    n.num(hit),
+                    s.num(hit),
+                    n.num(miss),
+                    s.num(miss),
+                    0.15 * want
+                ),
+            )
+        });
+    }
+}
+
 /// A refused setting: non-zero exit, one `loggp-shim:` line naming the
 /// variable and saying `want`, nothing past MPI_Init.
 fn refused(mpi: Mpi, var: &str, value: &str, want: &str) {
@@ -157,6 +211,16 @@ fn o_s_to_one_rank_openmpi() {
 #[test]
 fn o_s_to_one_rank_mpich() {
     o_s_to_one_rank(Mpi::Mpich);
+}
+
+#[test]
+fn gaps_on_one_pair_openmpi() {
+    gaps_on_one_pair(Mpi::OpenMpi);
+}
+
+#[test]
+fn gaps_on_one_pair_mpich() {
+    gaps_on_one_pair(Mpi::Mpich);
 }
 
 #[test]

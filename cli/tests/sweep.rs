@@ -17,10 +17,18 @@
 //!   emulation cost, sensitivity and tolerances;
 //! - `--precision` adds rounds until the sensitivity's interval is narrow
 //!   enough, and `--max-runs` stops it.
+//! - a targeted knob (`--knob L@pairs=0:1`) and a varied one (`--l-dist`)
+//!   reach the program's environment as `LOGGP_L=20us@pairs=0:1`,
+//!   `LOGGP_L_DIST`, `LOGGP_SEED`, at that knob's points only; through the
+//!   real shim the median half round trip of a ping-pong
+//!   (`tests/progs/timing.c`) grows by the whole L for `L@pairs=0:1` and by
+//!   half of it for `L@from=1` (one direction).
 //!
 //! Every MPI job holds an exclusive lock on /tmp/loggp-mpi.lock (the sweep
 //! through `--lock`, native runs here through `File::lock`) so that only one
 //! runs at a time on the machine, and every job has a timeout.
+
+mod common;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;
@@ -469,6 +477,122 @@ echo "Loop time of $t on 2 procs for 100 steps with 32000 atoms""#;
     let slope = json_number(&json, "slope_per_unit").unwrap();
     assert!((slope - 0.125).abs() < 1e-9, "{slope}");
     assert!(so.contains("+10 % at") && so.contains("1us"), "{so}");
+    let _ = fs::remove_dir_all(&out);
+}
+
+#[test]
+fn targeted_and_varied_knobs_reach_the_program() {
+    let out = tempdir("targeted-env");
+    let log = out.join("env.txt");
+    let script = format!(
+        r#"echo "L=${{LOGGP_L-}} D=${{LOGGP_L_DIST-}} S=${{LOGGP_SEED-}} OS=${{LOGGP_O_S-}} VT=${{LOGGP_VT-}}" >> {}"#,
+        log.display()
+    );
+    let o = sweep_sh(
+        &[
+            "--knob",
+            "L@pairs=0:1,o_s@from=1",
+            "--values",
+            "0,20us",
+            "--l-dist",
+            "normal:5us",
+            "--seed",
+            "3",
+            "--repeat",
+            "1",
+        ],
+        &script,
+        &out,
+    );
+    let (so, se) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{so}\n{se}");
+    let mut lines: Vec<String> = fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "L= D= S= OS= VT=",                            // native: no shim, no knob
+            "L= D= S= OS= VT=on",                          // the baseline
+            "L= D= S= OS=20us@from=1 VT=on",               // o_s: fixed
+            "L=20us@pairs=0:1 D=normal:5us S=3 OS= VT=on", // L: targeted, varied
+        ],
+        "{se}"
+    );
+    let json = fs::read_to_string(out.join("sweep.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["knobs"][0]["knob"], "L@pairs=0:1", "{json}");
+    assert_eq!(v["knobs"][0]["target"], "pairs=0:1", "{json}");
+    assert_eq!(
+        v["knobs"][0]["with"][0], "LOGGP_L_DIST=normal:5us",
+        "{json}"
+    );
+    assert!(v["knobs"][1].get("with").is_none(), "{json}");
+    let _ = fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_targeted_l_reaches_only_its_pairs_openmpi() {
+    let mpi = "openmpi";
+    // the median half round trip of tests/progs/timing.c: a mean (the
+    // example's figure) moves by milliseconds when another job takes a
+    // core from a spinning rank on this shared 2-core machine
+    let prog = common::prog(common::Mpi::OpenMpi, "timing");
+    let out = tempdir("targeted-pingpong");
+    let shims = root().join("target/release");
+    let shim_copy = out.join("shim");
+    fs::create_dir_all(&shim_copy).unwrap();
+    let name = format!("libloggp-{mpi}.so");
+    fs::copy(shims.join(&name), shim_copy.join(&name)).unwrap();
+    let mut c = loggp();
+    c.env("LOGGP_SHIM_DIR", &shim_copy)
+        .args([
+            "sweep",
+            "--knob",
+            "L@pairs=0:1,L@from=1",
+            "--values",
+            "20us",
+        ])
+        .args(["--repeat", "2", "--stat", "min"])
+        .args(["--metric", r"half_rtt_us=([0-9.]+)"])
+        .args(["--timeout", "120s", "--lock", LOCK, "--out"])
+        .arg(&out)
+        .arg("--")
+        .args(launcher(mpi, 2))
+        .arg(prog)
+        .args(["pingpong", "500"]);
+    let o = run(c, Duration::from_secs(600));
+    let (so, se) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "sweep failed:\n{so}\n{se}");
+    let points = csv_rows(&out.join("points.csv"));
+    // the figure of a point: its --stat (min) of half round trips, us
+    let json = fs::read_to_string(out.join("sweep.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let figure = |k: usize| v["knobs"][k]["points"][0]["figure"]["min"].as_f64();
+    let base = v["baseline"]["figure"]["min"]
+        .as_f64()
+        .or_else(|| v["baseline"]["min"].as_f64());
+    let (Some(base), Some(both), Some(one)) = (base, figure(0), figure(1)) else {
+        panic!("no figures in sweep.json: {json}\npoints: {points:?}");
+    };
+    let (d_both, d_one) = (both - base, one - base);
+    eprintln!(
+        "half round trip: baseline {base:.2} us, L@pairs=0:1 +{d_both:.2}, L@from=1 +{d_one:.2}"
+    );
+    // both directions: +20 us; one direction: +10 us per half round trip.
+    // Applied twice: +40 / +20; not at all: 0; to the wrong pairs: the
+    // two alike.
+    assert!(
+        (16.0..=24.0).contains(&d_both),
+        "L@pairs=0:1 +{d_both} us, expected ~20\n{so}"
+    );
+    assert!(
+        (7.5..=12.5).contains(&d_one),
+        "L@from=1 +{d_one} us, expected ~10\n{so}"
+    );
     let _ = fs::remove_dir_all(&out);
 }
 

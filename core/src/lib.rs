@@ -15,6 +15,7 @@ pub mod mpilib;
 pub mod oncemap;
 pub mod prtt;
 pub mod sched;
+pub mod spread;
 pub mod stash;
 pub mod stats;
 pub mod target;

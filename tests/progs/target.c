@@ -14,6 +14,15 @@
  *   bar_1, bar_2   MPI_Barrier on a communicator of world ranks {0,1} or
  *                  {0,2} (a collective feels targeting through its
  *                  messages)
+ * With a second argument, `target <repetitions> gaps`, it measures instead
+ * what G, g_s and g_r change, against rank 1 and rank 2 in turn:
+ *   bw_1, bw_2     rank 0 sends 64 KiB, the peer replies with 0 bytes: the
+ *                  time on rank 0 holds (64 KiB - 1) * G once
+ *   sgap_1, sgap_2 rank 0 sends a burst of 20 8-byte MPI_Isends to the peer
+ *                  (its receives posted) and waits for all: 19 g_s at least
+ *   rgap_1, rgap_2 the peer sends rank 0 20 8-byte messages that all
+ *                  arrived 500 us earlier; rank 0 receives them one after
+ *                  another: 19 g_r at least
  * Data are checked; on failure "FAIL target rank R: ..." and exit non-zero. */
 #include "common.h"
 #include <unistd.h>
@@ -101,14 +110,103 @@ static void bartime(MPI_Comm pair, int peer, int reps, const char *key) {
   lazy_barrier();
 }
 
+enum { BW = 65536, BURST = 20 };
+static unsigned char big[BW], small[BURST][8];
+
+/* 64 KiB from world rank 0 to `peer`, a 0-byte reply. */
+static void bwtime(int peer, int reps, const char *key) {
+  for (int k = -WARMUP; k < reps; k++) {
+    int seq = k + WARMUP;
+    if (my_rank == 0) {
+      fill(big, BW, 0, seq);
+      double t0 = now_us();
+      MPI_OK(MPI_Send(big, BW, MPI_BYTE, peer, 6, MPI_COMM_WORLD));
+      MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, peer, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      if (k >= 0) v[k] = now_us() - t0;
+    } else if (my_rank == peer) {
+      MPI_OK(MPI_Recv(big, BW, MPI_BYTE, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      CHECK(verify(big, BW, 0, seq) < 0, "%s: message %d differs", key, seq);
+      MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, 6, MPI_COMM_WORLD));
+    }
+  }
+  if (my_rank == 0) put_stat(key, v, reps);
+  lazy_barrier();
+}
+
+/* A burst of BURST Isends from world rank 0 to `peer`, waited for. */
+static void sendgap(int peer, int reps, const char *key) {
+  MPI_Request r[BURST];
+  for (int k = -2; k < reps; k++) {
+    if (my_rank == 0) {
+      for (int i = 0; i < BURST; i++) fill(small[i], 8, 0, i);
+      MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      double t0 = now_us();
+      for (int i = 0; i < BURST; i++)
+        MPI_OK(MPI_Isend(small[i], 8, MPI_BYTE, peer, 8, MPI_COMM_WORLD, &r[i]));
+      MPI_OK(MPI_Waitall(BURST, r, MPI_STATUSES_IGNORE));
+      if (k >= 0) v[k] = now_us() - t0;
+    } else if (my_rank == peer) {
+      for (int i = 0; i < BURST; i++)
+        MPI_OK(MPI_Irecv(small[i], 8, MPI_BYTE, 0, 8, MPI_COMM_WORLD, &r[i]));
+      MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, 7, MPI_COMM_WORLD));
+      MPI_OK(MPI_Waitall(BURST, r, MPI_STATUSES_IGNORE));
+      for (int i = 0; i < BURST; i++)
+        CHECK(verify(small[i], 8, 0, i) < 0, "%s: message %d differs", key, i);
+    }
+  }
+  if (my_rank == 0) put_stat(key, v, reps);
+  lazy_barrier();
+}
+
+/* BURST messages from `peer` to world rank 0, received back to back
+ * 500 us after they were sent. */
+static void recvgap(int peer, int reps, const char *key) {
+  MPI_Request r[BURST];
+  for (int k = -2; k < reps; k++) {
+    if (my_rank == 0) {
+      MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, peer, 9, MPI_COMM_WORLD));
+      busy_until(now_us() + 500);
+      double t0 = now_us();
+      for (int i = 0; i < BURST; i++)
+        MPI_OK(MPI_Recv(small[i], 8, MPI_BYTE, peer, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      if (k >= 0) v[k] = now_us() - t0;
+      for (int i = 0; i < BURST; i++)
+        CHECK(verify(small[i], 8, peer, i) < 0, "%s: message %d differs", key, i);
+    } else if (my_rank == peer) {
+      for (int i = 0; i < BURST; i++) fill(small[i], 8, peer, i);
+      MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      for (int i = 0; i < BURST; i++)
+        MPI_OK(MPI_Isend(small[i], 8, MPI_BYTE, 0, 10, MPI_COMM_WORLD, &r[i]));
+      MPI_OK(MPI_Waitall(BURST, r, MPI_STATUSES_IGNORE));
+    }
+  }
+  if (my_rank == 0) put_stat(key, v, reps);
+  lazy_barrier();
+}
+
 int main(int argc, char **argv) {
   init_common("target", &argc, &argv);
   int np;
   MPI_Comm_size(MPI_COMM_WORLD, &np);
   CHECK(np == 3, "needs 3 ranks, got %d", np);
-  CHECK(argc == 2, "usage: target <repetitions>");
+  CHECK(argc == 2 || (argc == 3 && !strcmp(argv[2], "gaps")),
+        "usage: target <repetitions> [gaps]");
   int reps = atoi(argv[1]);
   CHECK(reps >= 1 && reps <= MAXREP, "repetitions must be 1..%d", MAXREP);
+  if (argc == 3) {
+    lazy_barrier();
+    if (my_rank == 0) printf("target:");
+    bwtime(1, reps, "bw_1");
+    bwtime(2, reps, "bw_2");
+    sendgap(1, reps, "sgap_1");
+    sendgap(2, reps, "sgap_2");
+    recvgap(1, reps, "rgap_1");
+    recvgap(2, reps, "rgap_2");
+    if (my_rank == 0) printf(" n=%d\ntarget: PASS\n", reps);
+    fflush(stdout);
+    MPI_Finalize();
+    return 0;
+  }
   MPI_Comm rev, with1, with2;
   MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, 0, np - 1 - my_rank, &rev));
   MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, my_rank == 2, my_rank, &with1));

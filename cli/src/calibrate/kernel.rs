@@ -117,7 +117,7 @@ impl Raw {
         Ok(raw)
     }
 
-    fn get(&self, kind: &str, n: u64, size: u64, delayed: bool) -> Result<&[f64], String> {
+    pub fn get(&self, kind: &str, n: u64, size: u64, delayed: bool) -> Result<&[f64], String> {
         self.samples
             .get(&(kind.to_string(), n, size, delayed))
             .map(Vec::as_slice)
@@ -153,7 +153,7 @@ impl Raw {
             .fold(0.0, f64::max)
     }
 
-    fn meta_u64(&self, key: &str) -> Result<u64, String> {
+    pub fn meta_u64(&self, key: &str) -> Result<u64, String> {
         self.meta
             .get(key)
             .and_then(|v| v.parse().ok())
@@ -194,6 +194,9 @@ pub struct Params {
     pub rtt: f64,
     /// Direct cross-check: time inside one MPI_Send (`gs_burst` T(1)).
     pub o_s_call: f64,
+    /// Median one-way time 0 → 1 (`oneway` rows; NaN in output of a
+    /// kernel without them).
+    pub oneway: f64,
     /// How g_s and g_r were measured.
     pub gap_method: &'static str,
     /// Outlier repetitions flagged, over all quantities.
@@ -224,6 +227,8 @@ impl Params {
             "g_r" => self.g_r,
             "G" => self.big_g,
             "RTT" => self.rtt,
+            "o_s_call" => self.o_s_call,
+            "oneway" => self.oneway,
             _ => f64::NAN,
         }
     }
@@ -378,6 +383,7 @@ impl Params {
             g_method,
             rtt,
             o_s_call,
+            oneway: raw.med("oneway", 1, size, false).unwrap_or(f64::NAN),
             gap_method,
             outliers,
             preempted,

@@ -16,6 +16,8 @@ use crate::args;
 use crate::knobs::knob_var;
 use crate::launch::{self, Mpi};
 use kernel::{KernelOpts, Params, PARAMS};
+use loggp_core::dist::Dist;
+use loggp_core::spread::Shape;
 use loggp_core::stats;
 use loggp_core::units::{self, SIZE_ACCEPTED};
 use std::path::PathBuf;
@@ -33,6 +35,10 @@ the raw kernel output into --out (default ./loggp-calibration).
             --np 2, --size 8, --reps 100, --fit-reps 15, --baseline-runs 3
   --quick:  --knob o_s, values 0,20,50us (G: 1024,4096MB/s), --reps 40,
             --fit-reps 7, --baseline-runs 2
+  --l-dist, --o-s-dist, --o-r-dist (else LOGGP_L_DIST, ... when set): that
+            knob's sweep runs varied, and the report adds its realised
+            per-message delay (mean, median, sd, IQR, p5, p95) against the
+            distribution's, and dist-<knob>.svg
 
 With --collectives: times each collective as the shim runs it (LOGGP_VT=on,
 algorithm forced with LOGGP_COLL_<OP>), at zero knobs and with each --knob
@@ -97,6 +103,19 @@ pub struct Args {
         conflicts_with = "collectives"
     )]
     pub g_values: Option<String>,
+    /// LOGGP_L_DIST for the L sweep (default: the variable, if set): the
+    /// report shows the realised per-message delay against it
+    #[arg(long = "l-dist", value_name = "DIST", value_parser = args::knob("LOGGP_L_DIST"), conflicts_with = "collectives")]
+    pub l_dist: Option<String>,
+    /// LOGGP_O_S_DIST for the o_s sweep (as --l-dist)
+    #[arg(long = "o-s-dist", value_name = "DIST", value_parser = args::knob("LOGGP_O_S_DIST"), conflicts_with = "collectives")]
+    pub o_s_dist: Option<String>,
+    /// LOGGP_O_R_DIST for the o_r sweep (as --l-dist)
+    #[arg(long = "o-r-dist", value_name = "DIST", value_parser = args::knob("LOGGP_O_R_DIST"), conflicts_with = "collectives")]
+    pub o_r_dist: Option<String>,
+    /// LOGGP_SEED for the varied sweeps (default: the variable, else 1)
+    #[arg(long = "seed", value_name = "N", value_parser = args::knob("LOGGP_SEED"), conflicts_with = "collectives")]
+    pub seed: Option<String>,
     /// Message size of the measurement, 1 byte to 1MiB
     #[arg(long, value_name = "BYTES", value_parser = message_size, conflicts_with = "collectives")]
     pub size: Option<u64>,
@@ -311,7 +330,18 @@ pub struct Opts {
     pub baseline_runs: u32,
     pub timeout: Duration,
     pub reanalyse: Option<PathBuf>,
+    /// Varied knobs: (knob name, distribution as given), from the flags or
+    /// the `LOGGP_*_DIST` variables.
+    pub dists: Vec<(&'static str, String)>,
+    pub seed: Option<String>,
 }
+
+/// The knobs that can vary per message: name, variable, flag.
+pub const VARIED: &[(&str, &str, &str)] = &[
+    ("L", "LOGGP_L_DIST", "--l-dist"),
+    ("o_s", "LOGGP_O_S_DIST", "--o-s-dist"),
+    ("o_r", "LOGGP_O_R_DIST", "--o-r-dist"),
+];
 
 impl Opts {
     pub fn from_args(a: &Args) -> Result<Opts, String> {
@@ -356,7 +386,7 @@ impl Opts {
                 "--reps \"{reps}\" is not accepted: expected a whole number from 5"
             ));
         }
-        let opts = Opts {
+        let mut opts = Opts {
             mpi: a.target()?,
             np,
             knobs,
@@ -374,15 +404,70 @@ impl Opts {
             baseline_runs: a.baseline_runs.unwrap_or(if quick { 2 } else { 3 }),
             timeout: a.timeout,
             reanalyse: a.reanalyse.clone(),
+            dists: Vec::new(),
+            seed: None,
         };
         for k in &opts.knobs {
             opts.requested(k)?;
         }
+        let flags = [&a.l_dist, &a.o_s_dist, &a.o_r_dist];
+        for (&(name, var, flag), given) in VARIED.iter().zip(flags) {
+            let swept = opts.knobs.iter().any(|k| k.name == name);
+            if let Some(d) = given {
+                if !swept {
+                    return Err(format!(
+                        "{flag} \"{d}\" is not accepted: {name} is not swept (add --knob {name})"
+                    ));
+                }
+                opts.dists.push((name, d.clone()));
+            } else if let Ok(d) = std::env::var(var) {
+                if swept && !d.trim().is_empty() {
+                    args::knob(var)(&d).map_err(|e| format!("{var}={d:?} is not accepted: {e}"))?;
+                    opts.dists.push((name, d));
+                }
+            }
+        }
+        opts.seed = match &a.seed {
+            Some(s) => Some(s.clone()),
+            None => match std::env::var("LOGGP_SEED") {
+                Ok(s) if !opts.dists.is_empty() => Some(
+                    args::knob("LOGGP_SEED")(&s)
+                        .map_err(|e| format!("LOGGP_SEED={s:?} is not accepted: {e}"))?,
+                ),
+                _ => None,
+            },
+        };
         Ok(opts)
     }
 
     /// The sweep for `knob`: `--values` (`--g-values` for G), else the
     /// default (or quick) list.
+    /// The distribution `knob` is swept with, as given.
+    pub fn dist(&self, knob: &str) -> Option<&str> {
+        self.dists
+            .iter()
+            .find(|(k, _)| *k == knob)
+            .map(|(_, d)| d.as_str())
+    }
+
+    /// The variables of one run of `knob` at `value`: the knob, and its
+    /// distribution and the seed when it is varied.
+    pub fn vars(&self, knob: &Knob, value: &str) -> Vec<(String, String)> {
+        let mut v = Vec::new();
+        if let Some(var) = knob_var(knob.name) {
+            v.push((var.to_string(), value.to_string()));
+        }
+        if let Some(d) = self.dist(knob.name) {
+            if let Some((_, var, _)) = VARIED.iter().find(|x| x.0 == knob.name) {
+                v.push((var.to_string(), d.to_string()));
+            }
+            if let Some(s) = &self.seed {
+                v.push(("LOGGP_SEED".into(), s.clone()));
+            }
+        }
+        v
+    }
+
     pub fn requested(&self, knob: &Knob) -> Result<Vec<Requested>, String> {
         let given = if knob.name == "G" {
             &self.g_values
@@ -535,6 +620,76 @@ pub struct Row {
     pub disturbed: Vec<f64>,
     /// Disturbance of the kept run (above [`DISTURBED`]: kept anyway).
     pub disturbance: f64,
+    /// A varied knob: the realised per-message delays against the
+    /// requested distribution.
+    pub spread: Option<Spread>,
+}
+
+/// The realised distribution of a varied knob at one requested value.
+#[derive(Clone, Debug)]
+pub struct Spread {
+    /// The distribution as requested (`normal:5us`).
+    pub dist: String,
+    /// What was measured per message.
+    pub quantity: &'static str,
+    /// Added delay of each message, ns: the kernel's sample less the
+    /// baseline's median of the same quantity.
+    pub samples: Vec<f64>,
+    pub measured: Shape,
+    /// What the distribution implies around the requested value,
+    /// truncated at zero.
+    pub implied: Shape,
+}
+
+/// Which kernel rows carry a varied knob's per-message delay, the baseline
+/// parameter they are measured against, and what they are.
+fn spread_source(knob: &str) -> Option<(&'static str, &'static str, &'static str)> {
+    Some(match knob {
+        "L" => ("oneway", "oneway", "one-way time 0 → 1"),
+        "o_s" => ("gs_burst", "o_s_call", "time in one MPI_Send"),
+        "o_r" => ("or_call", "o_r", "time in MPI_Recv of an arrived message"),
+        _ => return None,
+    })
+}
+
+/// The realised distribution of `knob` in one run under `dist` at
+/// `value` ns; `None` when the knob does not vary or the kernel's output
+/// lacks the rows (an older kernel).
+pub fn spread_of(
+    knob: &str,
+    dist: &str,
+    raw: &kernel::Raw,
+    base: &Baseline,
+    value: f64,
+) -> Result<Option<Spread>, String> {
+    let Some((kind, base_param, quantity)) = spread_source(knob) else {
+        return Ok(None);
+    };
+    let d = Dist::parse(dist, |p| {
+        std::fs::read_to_string(p).map_err(|e| format!("cannot read {p}: {e}"))
+    })
+    .map_err(|e| format!("{knob} distribution {dist:?}: {e}"))?;
+    let Ok(size) = raw.meta_u64("size") else {
+        return Ok(None);
+    };
+    let Ok(xs) = raw.get(kind, 1, size, false) else {
+        return Ok(None);
+    };
+    let zero = base.center(base_param);
+    if !zero.is_finite() {
+        return Ok(None);
+    }
+    let samples: Vec<f64> = xs.iter().map(|x| x - zero).collect();
+    let Some(measured) = Shape::of_sample(&samples) else {
+        return Ok(None);
+    };
+    Ok(Some(Spread {
+        dist: dist.to_string(),
+        quantity,
+        samples,
+        measured,
+        implied: Shape::implied(&d, value),
+    }))
 }
 
 /// One knob's sweep.
@@ -592,6 +747,7 @@ pub fn make_row(
         seconds,
         disturbed: Vec::new(),
         disturbance: f64::NAN,
+        spread: None,
     }
 }
 
@@ -675,8 +831,17 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
             };
             let r = read(n)?;
             let params = Params::from_raw(&r)?;
+            let req = req.remove(0);
+            let value = req.value;
+            let mut row = make_row(knob, req, params, &baseline, f64::NAN);
+            if let Some(d) = r.meta.get("dist") {
+                row.spread = spread_of(knob.name, d, &r, &baseline, value)?;
+                if !opts.dists.iter().any(|(k, _)| *k == knob.name) {
+                    opts.dists.push((knob.name, d.clone()));
+                }
+            }
             raw.push((n.clone(), r.text));
-            rows.push(make_row(knob, req.remove(0), params, &baseline, f64::NAN));
+            rows.push(row);
         }
         if !rows.is_empty() {
             rows.sort_by(|a, b| a.requested.value.total_cmp(&b.requested.value));
@@ -787,15 +952,24 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
     let mut knobs = Vec::new();
     for (knob, values) in sweeps {
         let tk = Instant::now();
-        let var = knob_var(knob.name).ok_or("internal: unknown knob")?;
+        let dist = opts.dist(knob.name).map(String::from);
         let mut rows = Vec::new();
         for req in values {
             let t = Instant::now();
-            let vars = vec![(var.to_string(), req.text.clone())];
+            let vars = opts.vars(&knob, &req.text);
             let label = format!("{}-{}", knob.name, req.text.replace('/', "_"));
-            let (r, disturbed) = run_checked(&kopts, shim.as_deref(), &vars, &label, &mut raw)?;
+            let (mut r, disturbed) = run_checked(&kopts, shim.as_deref(), &vars, &label, &mut raw)?;
             let params = Params::from_raw(&r)?;
             let still = r.disturbance();
+            let spread = match &dist {
+                Some(d) => {
+                    // the raw output says which distribution it ran under
+                    // (for --reanalyse)
+                    r.text = format!("# meta dist {d}\n{}", r.text);
+                    spread_of(knob.name, d, &r, &baseline, req.value)?
+                }
+                None => None,
+            };
             raw.push((label, r.text));
             done += 1;
             let secs = t.elapsed().as_secs_f64();
@@ -803,6 +977,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
             let mut row = make_row(&knob, req, params, &baseline, secs);
             row.disturbed = disturbed;
             row.disturbance = still;
+            row.spread = spread;
             rows.push(row);
         }
         let seconds = tk.elapsed().as_secs_f64();
@@ -855,6 +1030,7 @@ mod tests {
             g_method: "eq. 7",
             rtt: 2.0 * (l + o_s + o_r),
             o_s_call: o_s,
+            oneway: f64::NAN,
             gap_method: "test",
             outliers: 0,
             preempted: 0,
@@ -942,6 +1118,38 @@ mod tests {
             .drift
             .iter()
             .any(|(p, d)| *p == "o_r" && (*d - 1_000.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn a_varied_knob_goes_with_its_own_sweep() {
+        let o = parse("--knob L,o_s --l-dist normal:5us --seed 4").unwrap();
+        assert_eq!(o.dist("L"), Some("normal:5us"));
+        assert_eq!(o.dist("o_s"), None);
+        let vars = o.vars(&o.knobs[0], "20us");
+        assert!(vars.contains(&("LOGGP_L".into(), "20us".into())));
+        assert!(vars.contains(&("LOGGP_L_DIST".into(), "normal:5us".into())));
+        assert!(vars.contains(&("LOGGP_SEED".into(), "4".into())));
+        // the o_s sweep runs with L fixed at 0, not around 0
+        assert_eq!(o.vars(&o.knobs[1], "20us").len(), 1);
+        for (line, want) in [
+            (
+                "--knob o_s --l-dist normal:5us",
+                "--l-dist \"normal:5us\" is not accepted: L is not swept (add --knob L)",
+            ),
+            (
+                "--knob L --l-dist normal",
+                "--l-dist \"normal\" is not accepted",
+            ),
+            (
+                "--knob o_r --o-r-dist gamma:1us",
+                "--o-r-dist \"gamma:1us\" is not accepted",
+            ),
+            ("--collectives --l-dist exp", "--l-dist"),
+        ] {
+            let e = parse(line).unwrap_err();
+            assert!(e.contains(want), "{line}: {e}");
+            assert!(!e.contains('\n'), "{line}: {e:?}");
+        }
     }
 
     #[test]

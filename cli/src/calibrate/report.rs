@@ -6,7 +6,9 @@ use super::{Calibration, KnobResult};
 use crate::csv;
 use crate::json::Pairs;
 use crate::svg::{short, Svg};
+use loggp_core::dist::Dist;
 use loggp_core::fit::theil_sen_slope;
+use loggp_core::spread::{ecdf, implied_cdf, Shape};
 use loggp_core::stats;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -263,6 +265,7 @@ pub fn markdown(cal: &Calibration) -> String {
             "Coupled by LogGP (not flagged, no avg): {}.{took}\n",
             k.knob.coupled.join(", ")
         );
+        spread_table(&mut s, k);
     }
 
     // Summary
@@ -327,6 +330,50 @@ pub fn markdown(cal: &Calibration) -> String {
         table(&mut s, &head, &rows);
     }
     s
+}
+
+/// The realised distribution of a varied knob, per requested value:
+/// measured / implied.
+fn spread_table(s: &mut String, k: &KnobResult) {
+    let Some(first) = k.rows.iter().find_map(|r| r.spread.as_ref()) else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "### Realised distribution of {} per message ({} = {})\n",
+        k.knob.name,
+        super::VARIED
+            .iter()
+            .find(|v| v.0 == k.knob.name)
+            .map_or("", |v| v.1),
+        first.dist
+    );
+    let head: Vec<String> = ["In", "n", "mean", "median", "sd", "IQR", "p5", "p95"]
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
+    let mut rows = Vec::new();
+    for r in &k.rows {
+        let Some(sp) = &r.spread else { continue };
+        let (m, i) = (&sp.measured, &sp.implied);
+        let pair = |a: f64, b: f64| format!("{:.2} / {:.2}", a / 1e3, b / 1e3);
+        rows.push(vec![
+            cell("L", r.requested.value),
+            sp.samples.len().to_string(),
+            pair(m.mean, i.mean),
+            pair(m.median, i.median),
+            pair(m.sd, i.sd),
+            pair(m.iqr(), i.iqr()),
+            pair(m.p5, i.p5),
+            pair(m.p95, i.p95),
+        ]);
+    }
+    table(s, &head, &rows);
+    let _ = writeln!(
+        s,
+        "Each cell: measured / implied, µs. Measured, per message: the {}, less the baseline's median (native), so the shim's own cost is in it; implied: {} around the requested value, truncated at zero (a draw below zero is drawn again). Plot: dist-{}.svg.\n",
+        first.quantity, first.dist, k.knob.name
+    );
 }
 
 fn fit_table(s: &mut String, r: &Params) {
@@ -579,6 +626,46 @@ struct JsonRow<'a> {
     repeated_disturbance: &'a [f64],
     disturbance: f64,
     params: JsonParams<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    distribution: Option<JsonSpread<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonShape {
+    mean: f64,
+    median: f64,
+    sd: f64,
+    iqr: f64,
+    p5: f64,
+    p25: f64,
+    p75: f64,
+    p95: f64,
+}
+
+impl From<&Shape> for JsonShape {
+    fn from(s: &Shape) -> Self {
+        JsonShape {
+            mean: s.mean,
+            median: s.median,
+            sd: s.sd,
+            iqr: s.iqr(),
+            p5: s.p5,
+            p25: s.p25,
+            p75: s.p75,
+            p95: s.p95,
+        }
+    }
+}
+
+/// A varied knob's realised per-message delay (ns) against the request.
+#[derive(Serialize)]
+struct JsonSpread<'a> {
+    dist: &'a str,
+    quantity: &'a str,
+    n: usize,
+    measured_ns: JsonShape,
+    implied_ns: JsonShape,
+    samples_ns: &'a [f64],
 }
 
 fn json(cal: &Calibration) -> String {
@@ -625,6 +712,14 @@ fn json(cal: &Calibration) -> String {
                             repeated_disturbance: &r.disturbed,
                             disturbance: r.disturbance,
                             params: JsonParams::from(&r.params),
+                            distribution: r.spread.as_ref().map(|sp| JsonSpread {
+                                dist: &sp.dist,
+                                quantity: sp.quantity,
+                                n: sp.samples.len(),
+                                measured_ns: JsonShape::from(&sp.measured),
+                                implied_ns: JsonShape::from(&sp.implied),
+                                samples_ns: &sp.samples,
+                            }),
                         })
                         .collect(),
                 }
@@ -789,6 +884,66 @@ fn knob_plot(k: &KnobResult, mpi: &str) -> String {
     .svg()
 }
 
+/// The realised distribution of a varied knob: each requested value's
+/// empirical CDF (dots) and the CDF its distribution implies (dashed).
+fn spread_plot(k: &KnobResult, mpi: &str) -> Option<String> {
+    const COLOURS: &[&str] = &["#c33", "#36c", "#393", "#c6c", "#c93", "#399", "#666"];
+    let spreads: Vec<(&super::Row, &super::Spread)> = k
+        .rows
+        .iter()
+        .filter_map(|r| r.spread.as_ref().map(|s| (r, s)))
+        .collect();
+    let first = spreads.first()?.1;
+    let hi = spreads
+        .iter()
+        .map(|(_, s)| s.measured.p95.max(s.implied.p95) * 1.3)
+        .fold(1.0, f64::max);
+    let d = Dist::parse(&first.dist, |p| {
+        std::fs::read_to_string(p).map_err(|e| e.to_string())
+    })
+    .ok()?;
+    let labels: Vec<(String, String)> = spreads
+        .iter()
+        .map(|(r, _)| {
+            (
+                format!("{} = {} measured", k.knob.name, r.requested.text),
+                format!("{} = {} implied", k.knob.name, r.requested.text),
+            )
+        })
+        .collect();
+    let mut series = Vec::new();
+    for (i, ((r, sp), (lm, li))) in spreads.iter().zip(&labels).enumerate() {
+        let c = COLOURS[i % COLOURS.len()];
+        let us = |v: Vec<(f64, f64)>| v.into_iter().map(|(x, y)| (x / 1e3, y)).collect();
+        // a preempted message (milliseconds) would squeeze the rest
+        let shown: Vec<(f64, f64)> = ecdf(&sp.samples, 200)
+            .into_iter()
+            .filter(|p| p.0 <= hi)
+            .collect();
+        series.push((lm.as_str(), c, us(shown), false));
+        series.push((
+            li.as_str(),
+            c,
+            us(implied_cdf(&d, r.requested.value, 0.0, hi, 200)),
+            true,
+        ));
+    }
+    Some(
+        Plot {
+            title: format!(
+                "{mpi}: realised {} per message, {} (CDF)",
+                k.knob.name, first.dist
+            ),
+            xlabel: format!("added {} per message (µs), {}", k.knob.name, first.quantity),
+            ylabel: "fraction of messages ≤ x".into(),
+            log: false,
+            series,
+            bands: Vec::new(),
+        }
+        .svg(),
+    )
+}
+
 fn fit_plot(r: &Params, mpi: &str) -> String {
     // a log axis shows positive gaps only (noise can make a tiny one negative)
     let pts: Vec<(f64, f64)> = r
@@ -855,6 +1010,9 @@ pub fn write_all(cal: &Calibration, text: &str) -> Result<(), String> {
             &dir.join(format!("plot-{}.svg", k.knob.name)),
             &knob_plot(k, mpi),
         )?;
+        if let Some(svg) = spread_plot(k, mpi) {
+            put(&dir.join(format!("dist-{}.svg", k.knob.name)), &svg)?;
+        }
     }
     for (name, t) in &cal.raw {
         put(&raw_dir.join(format!("{name}.txt")), t)?;

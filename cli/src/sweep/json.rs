@@ -162,6 +162,12 @@ impl<'a> From<&'a PointStats> for JsonPoint<'a> {
 struct JsonKnob<'a> {
     knob: &'a str,
     variable: &'a str,
+    /// The selection of a targeted knob (`inter`, `pairs=0:1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<&'a str>,
+    /// Further variables of the knob's runs (a distribution, the seed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    with: Vec<String>,
     unit: &'static str,
     slope_per_unit: Option<f64>,
     slowdown_pct_per_unit: Option<f64>,
@@ -191,6 +197,13 @@ pub fn json(r: &Report) -> String {
         .map(|c| JsonKnob {
             knob: &c.knob.name,
             variable: c.knob.var,
+            target: c.knob.target.as_deref(),
+            with: c
+                .knob
+                .extra
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
             unit: c.knob.axis.unit(),
             slope_per_unit: c.fit.map(|f| f.slope),
             slowdown_pct_per_unit: c.fit.zip(base).map(|(f, b)| 100.0 * f.slope / b),

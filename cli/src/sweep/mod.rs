@@ -420,7 +420,10 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
     for (k, knob) in o.knobs.iter().enumerate() {
         for (v, val) in knob.values.iter().enumerate() {
             let mut vars = background.clone();
-            vars.push((knob.var.to_string(), val.text.clone()));
+            // the knob's own distribution replaces one from the environment
+            vars.retain(|(k, _)| !knob.extra.iter().any(|(e, _)| e == k));
+            vars.push((knob.var.to_string(), knob.setting(val)));
+            vars.extend(knob.extra.iter().cloned());
             let vars = with_vt(vars);
             loggp_core::Config::from_vars(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                 .map_err(|e| e.to_string())?;
@@ -802,6 +805,8 @@ mod tests {
         Knob {
             name: "L".into(),
             var: "LOGGP_L",
+            target: None,
+            extra: Vec::new(),
             axis: Axis::Micros,
             values: values
                 .iter()

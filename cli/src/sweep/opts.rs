@@ -34,9 +34,25 @@ value that has one, so 0,2,5,10us is 0us,2us,5us,10us.";
 #[derive(clap::Args, Debug)]
 #[command(after_help = NOTES)]
 pub struct Args {
-    /// Knobs to sweep, one curve each: L o_s o_r g_s g_r G
-    #[arg(long, value_name = "K[,K...]", value_delimiter = ',', value_parser = knob_name)]
+    /// Knobs to sweep, one curve each: L o_s o_r g_s g_r G, each
+    /// optionally targeted as in LOGGP_L (L@inter, L@intra, L@ranks=0-3,
+    /// o_s@from=1, o_r@to=0, G@pairs=0:1): the swept value applies to the
+    /// selected pairs only, every other pair stays native
+    #[arg(long, value_name = "K[@SEL][,K...]", value_delimiter = ',', value_parser = knob_name)]
     knob: Vec<String>,
+    /// LOGGP_L_DIST for the runs of the L knobs (not the baseline): each
+    /// swept value is the mean, the distribution gives the spread
+    #[arg(long = "l-dist", value_name = "DIST", value_parser = args::knob("LOGGP_L_DIST"))]
+    l_dist: Option<String>,
+    /// LOGGP_O_S_DIST for the runs of the o_s knobs (as --l-dist)
+    #[arg(long = "o-s-dist", value_name = "DIST", value_parser = args::knob("LOGGP_O_S_DIST"))]
+    o_s_dist: Option<String>,
+    /// LOGGP_O_R_DIST for the runs of the o_r knobs (as --l-dist)
+    #[arg(long = "o-r-dist", value_name = "DIST", value_parser = args::knob("LOGGP_O_R_DIST"))]
+    o_r_dist: Option<String>,
+    /// LOGGP_SEED for the runs with a distribution
+    #[arg(long = "seed", value_name = "N", value_parser = args::knob("LOGGP_SEED"))]
+    seed: Option<String>,
     /// Comma-separated values for knob K (or for every knob without a list
     /// of its own); may be repeated, once per knob
     #[arg(long, value_name = "[K=]LIST", allow_hyphen_values = true)]
@@ -87,11 +103,30 @@ pub struct Args {
     cmd: Vec<String>,
 }
 
+/// What `--knob` accepts.
+const KNOB_ACCEPTED: &str = "expected L, o_s, o_r, g_s, g_r or G, optionally targeted as in loggp run: @inter, @intra, @ranks=0-3+8, @from=R, @to=R, @pairs=A:B (L@inter, G@pairs=0:1)";
+
+/// A knob of `--knob`: `L`, `o-s` (as `o_s`), or one with its selection
+/// (`L@inter`, `g_r@to=0`), which the shim's own parser must accept.
 fn knob_name(s: &str) -> Result<String, String> {
-    let k = s.trim().replace('-', "_");
-    knob_var(&k)
-        .map(|_| k)
-        .ok_or_else(|| "expected L, o_s, o_r, g_s, g_r or G".to_string())
+    let s = s.trim();
+    let (base, sel) = match s.split_once('@') {
+        Some((b, sel)) => (b.trim().replace('-', "_"), Some(sel.trim())),
+        None => (s.replace('-', "_"), None),
+    };
+    let var = knob_var(&base).ok_or_else(|| KNOB_ACCEPTED.to_string())?;
+    let Some(sel) = sel else {
+        return Ok(base);
+    };
+    let probe = if base == "G" { "1GB/s" } else { "1us" };
+    loggp_core::Config::from_vars([(var, format!("{probe}@{sel}").as_str())])
+        .map(|_| format!("{base}@{sel}"))
+        .map_err(|e| format!("{KNOB_ACCEPTED}; the selection {sel:?}: {}", e.accepted))
+}
+
+/// The knob a possibly targeted name sweeps (`L@inter` → `L`).
+pub fn base_name(name: &str) -> &str {
+    name.split('@').next().unwrap_or(name)
 }
 
 /// `--precision`: a width in % (`0.5%` or `0.5`), above 0.
@@ -142,10 +177,26 @@ pub struct Value {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Knob {
+    /// As given: `L`, or with its selection `L@inter`.
     pub name: String,
     pub var: &'static str,
+    /// The selection after `@` (`inter`, `pairs=0:1`), if targeted.
+    pub target: Option<String>,
+    /// Further variables of this knob's runs (its distribution, the seed).
+    pub extra: Vec<(String, String)>,
     pub axis: Axis,
     pub values: Vec<Value>,
+}
+
+impl Knob {
+    /// What the knob's variable is set to for `value`: the value, with
+    /// the knob's selection when targeted (`20us@inter`).
+    pub fn setting(&self, value: &Value) -> String {
+        match &self.target {
+            Some(sel) => format!("{}@{sel}", value.text),
+            None => value.text.clone(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -184,11 +235,14 @@ impl Opts {
         let lists: Vec<(Option<String>, String)> = a
             .values
             .iter()
-            .map(|v| match v.split_once('=') {
-                Some((k, list)) => (Some(k.trim().replace('-', "_")), list.to_string()),
-                None => (None, v.clone()),
+            // the list holds no '=', a selection may (L@ranks=0-3=5,10us)
+            .map(|v| match v.rsplit_once('=') {
+                Some((k, list)) => knob_name(k)
+                    .map(|k| (Some(k), list.to_string()))
+                    .map_err(|e| format!("--values {v:?} is not accepted: {e} before the =")),
+                None => Ok((None, v.clone())),
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         if knob_names.is_empty() {
             // --values L=... alone names its knob
             for (k, _) in &lists {
@@ -215,10 +269,11 @@ impl Opts {
         let mut knobs = Vec::new();
         let mut zeros = Vec::new();
         for name in &knob_names {
-            let var = knob_var(name).ok_or_else(|| {
-            format!("--values {name:?} is not accepted: expected L, o_s, o_r, g_s, g_r or G before the =")
-        })?;
-            let axis = if name == "G" {
+            let base = base_name(name);
+            let var = knob_var(base).ok_or_else(|| {
+                format!("--values {name:?} is not accepted: {KNOB_ACCEPTED} before the =")
+            })?;
+            let axis = if base == "G" {
                 Axis::NsPerByte
             } else {
                 Axis::Micros
@@ -249,9 +304,38 @@ impl Opts {
             knobs.push(Knob {
                 name: name.clone(),
                 var,
+                target: name.split_once('@').map(|(_, sel)| sel.to_string()),
+                extra: Vec::new(),
                 axis,
                 values,
             });
+        }
+        for (base, var, flag, given) in [
+            ("L", "LOGGP_L_DIST", "--l-dist", &a.l_dist),
+            ("o_s", "LOGGP_O_S_DIST", "--o-s-dist", &a.o_s_dist),
+            ("o_r", "LOGGP_O_R_DIST", "--o-r-dist", &a.o_r_dist),
+        ] {
+            let Some(d) = given else { continue };
+            let mut found = false;
+            for k in knobs.iter_mut().filter(|k| base_name(&k.name) == base) {
+                k.extra.push((var.to_string(), d.clone()));
+                if let Some(seed) = &a.seed {
+                    k.extra.push(("LOGGP_SEED".to_string(), seed.clone()));
+                }
+                found = true;
+            }
+            if !found {
+                return Err(format!(
+                    "{flag} \"{d}\" is not accepted: no {base} knob is swept (add --knob {base})"
+                ));
+            }
+        }
+        if let Some(seed) = &a.seed {
+            if knobs.iter().all(|k| k.extra.is_empty()) {
+                return Err(format!(
+                    "--seed \"{seed}\" is not accepted: no knob is varied (give --l-dist, --o-s-dist or --o-r-dist)"
+                ));
+            }
         }
         let repeat = a.repeat as usize;
         let max_runs = match (a.precision, a.max_runs) {
@@ -401,6 +485,73 @@ mod tests {
         assert_eq!(o.max_runs, Some(DEFAULT_MAX_RUNS));
         let o = parse("--knob L --values 1us --precision 2 --max-runs 40 -- ./a").unwrap();
         assert_eq!((o.precision, o.max_runs), (Some(2.0), Some(40)));
+    }
+
+    #[test]
+    fn targeted_and_varied_knobs() {
+        let o = parse(
+            "--knob L@inter,L,G@pairs=0:1 --values 0,5,20us --values G@pairs=0:1=100MB/s \
+             --l-dist normal:5us --seed 7 -- ./a",
+        )
+        .unwrap();
+        let names: Vec<&str> = o.knobs.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["L@inter", "L", "G@pairs=0:1"]);
+        let l = &o.knobs[0];
+        assert_eq!((l.var, l.target.as_deref()), ("LOGGP_L", Some("inter")));
+        assert_eq!(l.setting(&l.values[1]), "20us@inter");
+        assert_eq!(o.knobs[1].setting(&o.knobs[1].values[0]), "5us");
+        // the distribution goes with every L knob, not with G
+        for k in &o.knobs[..2] {
+            assert_eq!(
+                k.extra,
+                [
+                    ("LOGGP_L_DIST".to_string(), "normal:5us".to_string()),
+                    ("LOGGP_SEED".to_string(), "7".to_string())
+                ]
+            );
+        }
+        let g = &o.knobs[2];
+        assert!(g.extra.is_empty() && g.axis == Axis::NsPerByte);
+        assert_eq!(g.setting(&g.values[0]), "100MB/s@pairs=0:1");
+        assert_eq!(o.zeros, ["L@inter", "L"]);
+        // o-s is o_s, targeted or not; a selection with '=' in --values
+        let o = parse("--knob o-s@from=1 --values o_s@from=1=2,5us -- ./a").unwrap();
+        assert_eq!(o.knobs[0].name, "o_s@from=1");
+        assert_eq!(o.knobs[0].values.len(), 2);
+        let o = parse("--values L@ranks=0-1+3=5us -- ./a").unwrap();
+        assert_eq!(o.knobs[0].target.as_deref(), Some("ranks=0-1+3"));
+        for (line, needle) in [
+            (
+                "--knob L@bogus --values 1us -- ./a",
+                "--knob \"L@bogus\" is not accepted: expected L, o_s, o_r, g_s, g_r or G, optionally targeted",
+            ),
+            ("--knob L@pairs=0:0 --values 1us -- ./a", "the selection \"pairs=0:0\""),
+            ("--knob X@inter --values 1us -- ./a", "--knob \"X@inter\" is not accepted"),
+            (
+                "--knob L@inter --values L@intra=1us -- ./a",
+                "--values L@intra=... is for a knob not in --knob L@inter",
+            ),
+            (
+                "--values Q@inter=1us -- ./a",
+                "--values \"Q@inter=1us\" is not accepted: expected L",
+            ),
+            (
+                "--knob o_s --values 1us --l-dist normal:5us -- ./a",
+                "--l-dist \"normal:5us\" is not accepted: no L knob is swept (add --knob L)",
+            ),
+            (
+                "--knob L --values 1us --l-dist normal -- ./a",
+                "--l-dist \"normal\" is not accepted",
+            ),
+            (
+                "--knob L --values 1us --seed 3 -- ./a",
+                "--seed \"3\" is not accepted: no knob is varied",
+            ),
+        ] {
+            let e = parse(line).unwrap_err();
+            assert!(e.contains(needle), "{line}: {e}");
+            assert!(!e.contains('\n'), "{line}: {e:?}");
+        }
     }
 
     #[test]
