@@ -148,6 +148,11 @@ impl Engine {
     }
 
     pub(super) fn hold_until(&self, t: u64) {
+        if t == 0 {
+            // Nothing to hold (a departure `depart` did not time: every
+            // sender-side knob is zero): no clock read.
+            return;
+        }
         let n = now();
         if t > n {
             self.pass_time(t, false);
