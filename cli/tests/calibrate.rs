@@ -445,3 +445,41 @@ fn quick_sweep_openmpi5() {
 fn quick_sweep_mpich5() {
     quick_sweep("mpich-5.0");
 }
+
+/// An `--out` that cannot be written stops `calibrate` (and `calibrate
+/// --collectives`) with one line naming it, before anything is measured:
+/// the collective check used to measure for a minute and fail only then.
+#[test]
+fn unwritable_out_fails_before_measuring() {
+    let dir = std::env::temp_dir().join(format!("loggp-ro-{}", std::process::id()));
+    // A regular file where the directory should be: not creatable, even
+    // for root.
+    std::fs::write(&dir, b"").unwrap();
+    let out = dir.join("sub");
+    for extra in [&[][..], &["--collectives"][..]] {
+        let t0 = std::time::Instant::now();
+        let o = Command::new(loggp())
+            .arg("calibrate")
+            .args(extra)
+            .args(["--quick", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{extra:?}: expected a failure\n{err}");
+        assert!(
+            err.contains("--out") && err.contains(&*out.to_string_lossy()),
+            "{extra:?}: expected a line naming --out and the path, got:\n{err}"
+        );
+        assert!(
+            !err.contains("calibrate: ["),
+            "{extra:?}: measured before failing:\n{err}"
+        );
+        assert!(
+            t0.elapsed().as_secs_f64() < 5.0,
+            "{extra:?}: took {:?}",
+            t0.elapsed()
+        );
+    }
+    let _ = std::fs::remove_file(&dir);
+}

@@ -899,6 +899,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     // Fail before measuring anything when a part is missing.
+    crate::job::ensure_writable(&opts.out)?;
     kernel::kernel_path(opts.mpi)?;
     let shim = if opts.knobs.is_empty() {
         None

@@ -430,8 +430,7 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
             configs.push((Point::Value(k, v), Some(vars)));
         }
     }
-    std::fs::create_dir_all(&o.out)
-        .map_err(|e| format!("cannot create {}: {e}", o.out.display()))?;
+    job::ensure_writable(&o.out)?;
     job::install_signal_forwarding();
     let report = sweep(&o, mpi, &shim, &configs, &background);
     let files = report::write_all(&report, &o.out)?;

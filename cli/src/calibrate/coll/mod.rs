@@ -399,6 +399,7 @@ fn cores() -> usize {
 
 pub fn main(opts: Opts) -> Result<ExitCode, String> {
     let t0 = Instant::now();
+    crate::job::ensure_writable(&opts.out)?;
     let exe = collbench_path(opts.mpi)?;
     let shim = launch::shim_path(opts.mpi)?;
     let mut raw = Vec::new();
