@@ -246,6 +246,19 @@ pub fn tail(o: &Outcome, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// Makes the output directory `dir` and checks that a file can be written
+/// there, before any measurement: a run of minutes that can only find out
+/// at its end that `--out` is not writable loses them all.
+pub fn ensure_writable(dir: &std::path::Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("--out {}: cannot create it: {e}", dir.display()))?;
+    let probe = dir.join(format!(".loggp-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .map_err(|e| format!("--out {}: cannot write there: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,17 +359,4 @@ mod tests {
         assert!(o.end.ok());
         assert!(o.wall >= 0.2 && o.wall < 5.0, "{}", o.wall);
     }
-}
-
-/// Makes the output directory `dir` and checks that a file can be written
-/// there, before any measurement: a run of minutes that can only find out
-/// at its end that `--out` is not writable loses them all.
-pub fn ensure_writable(dir: &std::path::Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("--out {}: cannot create it: {e}", dir.display()))?;
-    let probe = dir.join(format!(".loggp-write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .map_err(|e| format!("--out {}: cannot write there: {e}", dir.display()))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
 }
