@@ -72,6 +72,7 @@
 #define CMD_TAG 30000
 #define ACK_TAG 30001
 #define TIMES_TAG 30002
+#define HOST_TAG 30003
 
 enum { CMD_DONE, CMD_PRTT, CMD_OR, CMD_GS, CMD_GR, CMD_1TON, CMD_NTO1, CMD_OW };
 
@@ -82,6 +83,7 @@ typedef struct {
 
 static int rank, np;
 static char *sbuf, *rbuf;
+static char host0[MPI_MAX_PROCESSOR_NAME], host1[MPI_MAX_PROCESSOR_NAME];
 static long max_size = 1L << 20;
 
 static double now_ns(void) {
@@ -403,6 +405,22 @@ int main(int argc, char **argv) {
     memset(sbuf, 0x5a, (size_t)max_size);
     memset(rbuf, 0, (size_t)max_size);
 
+    /* Which pair is measured: rank 1 tells rank 0 its processor name. */
+    {
+        int hl = 0;
+        MPI_Get_processor_name(host0, &hl);
+        if (rank == 1)
+            MPI_Send(host0, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, HOST_TAG, MPI_COMM_WORLD);
+        if (rank == 0)
+            MPI_Recv(host1, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 1, HOST_TAG, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        host1[MPI_MAX_PROCESSOR_NAME - 1] = 0;
+        for (i = 0; host0[i]; i++)
+            if (host0[i] == ' ') host0[i] = '_';
+        for (i = 0; host1[i]; i++)
+            if (host1[i] == ' ') host1[i] = '_';
+    }
+
     if (rank != 0) {
         serve();
         MPI_Finalize();
@@ -417,6 +435,7 @@ int main(int argc, char **argv) {
     printf("# library: %.120s\n", lib);
     printf("# meta np %d\n# meta n %d\n# meta size %ld\n# meta reps %d\n# meta fit_reps %d\n",
            np, n, size, reps, fit_reps);
+    printf("# meta host0 %s\n# meta host1 %s\n", host0, host1);
 
     /* Pilot: gap and round trip at --size, to choose d and the pause.
      * Start from a generous pause and repeat once if the gap is larger. */

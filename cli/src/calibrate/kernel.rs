@@ -22,6 +22,8 @@ pub const MPI_LOCK: &str = "/tmp/loggp-mpi.lock";
 pub struct KernelOpts {
     pub mpi: Mpi,
     pub np: u32,
+    /// Placement options for the launcher (`--hosts`, `--hostfile`).
+    pub place: Vec<String>,
     pub size: u64,
     pub reps: u32,
     pub fit_reps: u32,
@@ -62,6 +64,27 @@ pub(super) fn header_line(
     true
 }
 
+/// Launcher options that place the ranks on `hosts` (in rank order) or as
+/// `hostfile` says, in the grammar of `mpi`'s launcher.
+pub fn placement(mpi: Mpi, hosts: &[String], hostfile: Option<&Path>) -> Vec<String> {
+    let mut v = Vec::new();
+    if !hosts.is_empty() {
+        v.push(match mpi.family {
+            Family::OpenMpi => "--host".to_string(),
+            Family::Mpich => "-hosts".to_string(),
+        });
+        v.push(hosts.join(","));
+    }
+    if let Some(f) = hostfile {
+        v.push(match mpi.family {
+            Family::OpenMpi => "--hostfile".to_string(),
+            Family::Mpich => "-f".to_string(),
+        });
+        v.push(f.display().to_string());
+    }
+    v
+}
+
 /// Raw output of one kernel run: samples keyed by `(kind, n, size, d>0)`.
 #[derive(Clone, Debug, Default)]
 pub struct Raw {
@@ -72,6 +95,17 @@ pub struct Raw {
     pub samples: BTreeMap<(String, u64, u64, bool), Vec<f64>>,
     /// Actual delays (aux column) of the `prtt` rows with d > 0.
     pub d_actual: Vec<f64>,
+}
+
+impl Raw {
+    /// The hosts of the measured pair (ranks 0 and 1), as the kernel read
+    /// them (`MPI_Get_processor_name`); None from older kernels' output.
+    pub fn pair(&self) -> Option<(String, String)> {
+        Some((
+            self.meta.get("host0")?.clone(),
+            self.meta.get("host1")?.clone(),
+        ))
+    }
 }
 
 impl Raw {
@@ -410,18 +444,29 @@ pub fn run(
     .into_iter()
     .flat_map(|(k, v)| [k.to_string(), v])
     .collect();
-    let out = run_job(opts.mpi, opts.np, &kernel, &args, shim, vars, opts.timeout)?;
+    let out = run_job(
+        opts.mpi,
+        opts.np,
+        &opts.place,
+        &kernel,
+        &args,
+        shim,
+        vars,
+        opts.timeout,
+    )?;
     Raw::parse(&out).map_err(|e| format!("{e} ({})", describe(vars)))
 }
 
-/// Runs `exe args` on `np` ranks of `mpi` (Open MPI oversubscribed above 2
-/// ranks), natively (`shim = None`) or through the shim with `vars`, under
+/// Runs `exe args` on `np` ranks of `mpi` placed by the launcher options
+/// `place` (Open MPI oversubscribed above 2 ranks), natively (`shim = None`) or through the shim with `vars`, under
 /// the MPI lock, with no other `LOGGP_*` variable leaking in; returns its
 /// standard output, or the tail of its standard error when it fails or
 /// outlives `timeout`.
+#[allow(clippy::too_many_arguments)]
 pub fn run_job(
     mpi: Mpi,
     np: u32,
+    place: &[String],
     exe: &Path,
     args: &[String],
     shim: Option<&Path>,
@@ -429,6 +474,7 @@ pub fn run_job(
     timeout: Duration,
 ) -> Result<String, String> {
     let mut cmd: Vec<String> = vec![mpi.mpirun().to_string(), "-np".into(), np.to_string()];
+    cmd.extend(place.iter().cloned());
     if mpi.family == Family::OpenMpi && np > 2 {
         cmd.push("--oversubscribe".into());
     }

@@ -155,6 +155,19 @@ pub struct Args {
     /// Fewer values and repetitions
     #[arg(long)]
     pub quick: bool,
+    /// Hosts of ranks 0, 1, ... in order (e.g. node1,node2: the pair
+    /// across the network); the launcher's --host (Open MPI) or -hosts
+    /// (MPICH)
+    #[arg(
+        long,
+        value_name = "H1,H2[,...]",
+        value_delimiter = ',',
+        conflicts_with = "collectives"
+    )]
+    pub hosts: Vec<String>,
+    /// A hostfile for the launcher (--hostfile, MPICH -f)
+    #[arg(long, value_name = "FILE", conflicts_with = "collectives")]
+    pub hostfile: Option<PathBuf>,
     /// Where the report goes
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -319,6 +332,8 @@ pub struct Requested {
 pub struct Opts {
     pub mpi: Mpi,
     pub np: u32,
+    /// Launcher options that place the ranks (`--hosts`, `--hostfile`).
+    pub place: Vec<String>,
     pub knobs: Vec<Knob>,
     pub values: Option<String>,
     pub g_values: Option<String>,
@@ -386,9 +401,28 @@ impl Opts {
                 "--reps \"{reps}\" is not accepted: expected a whole number from 5"
             ));
         }
+        if a.hosts
+            .iter()
+            .any(|h| h.is_empty() || h.contains(char::is_whitespace))
+        {
+            return Err(format!(
+                "--hosts \"{}\" is not accepted: expected host names separated by commas",
+                a.hosts.join(",")
+            ));
+        }
+        if let Some(f) = &a.hostfile {
+            if !f.is_file() {
+                return Err(format!(
+                    "--hostfile \"{}\" is not accepted: no such file",
+                    f.display()
+                ));
+            }
+        }
+        let mpi = a.target()?;
         let mut opts = Opts {
-            mpi: a.target()?,
+            mpi,
             np,
+            place: kernel::placement(mpi, &a.hosts, a.hostfile.as_deref()),
             knobs,
             values: a.values.clone(),
             g_values: a.g_values.clone(),
@@ -756,6 +790,9 @@ pub fn make_row(
 pub struct Calibration {
     pub opts: Opts,
     pub library: String,
+    /// The hosts of ranks 0 and 1 (the measured pair), as the kernel saw
+    /// them.
+    pub pair: Option<(String, String)>,
     pub baseline: Baseline,
     pub knobs: Vec<KnobResult>,
     pub seconds: f64,
@@ -785,6 +822,7 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
     let mut runs = Vec::new();
     let mut raw = Vec::new();
     let mut library = String::new();
+    let mut pair = None;
     // baseline-N only: disturbed attempts (baseline-N-disturbed-K) were
     // replaced when measured
     let is_run = |n: &str| {
@@ -795,6 +833,7 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
         let r = read(n)?;
         if library.is_empty() {
             library.clone_from(&r.library);
+            pair = r.pair();
             let meta = |k: &str| r.meta.get(k).and_then(|v| v.parse::<u64>().ok());
             opts.np = meta("np")
                 .and_then(|v| u32::try_from(v).ok())
@@ -859,6 +898,7 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
     Ok(Calibration {
         opts,
         library,
+        pair,
         baseline,
         knobs,
         seconds: f64::NAN,
@@ -909,6 +949,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
     let kopts = KernelOpts {
         mpi: opts.mpi,
         np: opts.np,
+        place: opts.place.clone(),
         size: opts.size,
         reps: opts.reps,
         fit_reps: opts.fit_reps,
@@ -923,6 +964,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
     let mut done = 0;
     let mut raw = Vec::new();
     let mut library = String::new();
+    let mut pair = None;
 
     let tb = Instant::now();
     let mut runs = Vec::new();
@@ -933,6 +975,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
         let (r, disturbed) = run_checked(&kopts, None, &[], &label, &mut raw)?;
         repeated.extend(disturbed.iter().map(|&d| (i + 1, d)));
         library.clone_from(&r.library);
+        pair = pair.or_else(|| r.pair());
         runs.push(Params::from_raw(&r)?);
         raw.push((format!("baseline-{}", i + 1), r.text));
         done += 1;
@@ -992,6 +1035,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
     let cal = Calibration {
         opts,
         library,
+        pair,
         baseline,
         knobs,
         seconds: t0.elapsed().as_secs_f64(),

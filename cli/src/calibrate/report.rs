@@ -96,6 +96,17 @@ pub fn markdown(cal: &Calibration) -> String {
         o.reps,
         o.fit_reps
     );
+    if let Some((h0, h1)) = &cal.pair {
+        let _ = writeln!(
+            s,
+            "- Measured pair: rank 0 on {h0}, rank 1 on {h1} ({})",
+            if h0 == h1 {
+                "one host: shared memory, not the network; --hosts A,B measures across it"
+            } else {
+                "two hosts: across the network"
+            }
+        );
+    }
     let method = cal.baseline.runs.first().map_or("", |r| r.gap_method);
     let _ = writeln!(
         s,
@@ -585,6 +596,8 @@ impl<'a> From<&'a Params> for JsonParams<'a> {
 struct JsonCalibration<'a> {
     mpi: &'a str,
     library: &'a str,
+    /// Hosts of ranks 0 and 1, the measured pair (null: not recorded).
+    pair_hosts: Option<[&'a str; 2]>,
     np: u32,
     size: u64,
     reps: u32,
@@ -674,6 +687,7 @@ fn json(cal: &Calibration) -> String {
     let file = JsonCalibration {
         mpi: o.mpi.name(),
         library: &cal.library,
+        pair_hosts: cal.pair.as_ref().map(|(a, b)| [a.as_str(), b.as_str()]),
         np: o.np,
         size: o.size,
         reps: o.reps,

@@ -432,6 +432,7 @@ pub fn main(opts: Opts) -> Result<ExitCode, String> {
             let kopts = KernelOpts {
                 mpi: opts.mpi,
                 np: 2,
+                place: Vec::new(),
                 size: 8,
                 reps: if opts.quick { 40 } else { 100 },
                 fit_reps: if opts.quick { 7 } else { 15 },
@@ -503,14 +504,22 @@ pub fn main(opts: Opts) -> Result<ExitCode, String> {
             let mut tries: Vec<(f64, String, BenchRaw)> = Vec::new();
             let mut failure = None;
             loop {
-                let r =
-                    kernel::run_job(opts.mpi, p, &exe, &kargs, Some(&shim), &vars, opts.timeout)
-                        .map_err(|e| format!("{e} ({})", describe(&vars)))
-                        .and_then(|out| {
-                            BenchRaw::parse(&out)
-                                .map(|r| (out, r))
-                                .map_err(|e| format!("{label}: {e}"))
-                        });
+                let r = kernel::run_job(
+                    opts.mpi,
+                    p,
+                    &[],
+                    &exe,
+                    &kargs,
+                    Some(&shim),
+                    &vars,
+                    opts.timeout,
+                )
+                .map_err(|e| format!("{e} ({})", describe(&vars)))
+                .and_then(|out| {
+                    BenchRaw::parse(&out)
+                        .map(|r| (out, r))
+                        .map_err(|e| format!("{label}: {e}"))
+                });
                 let (out, r) = match r {
                     Ok(x) => x,
                     Err(e) => {
