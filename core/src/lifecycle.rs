@@ -288,6 +288,12 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
         }
     }
 
+    /// The entry of `k`, to look at before judging it (`judge_entry`)
+    /// without a second lookup.
+    pub fn entry(&self, k: K) -> Option<&Entry<P>> {
+        self.live.get(&k)
+    }
+
     /// Where `k` stands at time `t` once MPI says it is complete natively
     /// (`native`: what its status says; `delivery`: when a message passes
     /// the gate). A shared send handle is judged by its oldest queued send.
@@ -298,9 +304,21 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
         native: Native,
         delivery: impl FnOnce(Kind, &P) -> u64,
     ) -> Poll {
-        let Some(e) = self.live.get(&k) else {
-            return Poll::Untracked;
-        };
+        match self.live.get(&k) {
+            None => Poll::Untracked,
+            Some(e) => self.judge_entry(k, e, t, native, delivery),
+        }
+    }
+
+    /// `judge` of `k`'s entry `e` (from `entry`).
+    pub fn judge_entry(
+        &self,
+        k: K,
+        e: &Entry<P>,
+        t: u64,
+        native: Native,
+        delivery: impl FnOnce(Kind, &P) -> u64,
+    ) -> Poll {
         if !e.active {
             return Poll::Inactive;
         }
@@ -568,9 +586,13 @@ mod tests {
         assert_eq!(t.track_send(9, 60, "b", 20), Some("a"));
         assert_eq!(t.track_send(9, 80, "c", 30), Some("b"));
         assert_eq!(t.queued_send(9), Some(40));
-        // Judged by the oldest.
+        // Judged by the oldest, through the entry too.
         assert_eq!(t.judge(9, 39, done(), gate), Poll::NotReady);
         assert_eq!(t.judge(9, 40, done(), gate), Poll::Ready);
+        let e = t.entry(9).unwrap();
+        assert_eq!(e.complete_at(), 80);
+        assert_eq!(t.judge_entry(9, e, 39, done(), gate), Poll::NotReady);
+        assert_eq!(t.judge_entry(9, e, 40, done(), gate), Poll::Ready);
         let e = t.take(9, |p| *p).unwrap();
         assert_eq!((e.complete_at(), e.data()), (40, None));
         assert_eq!(t.queued_send(9), Some(60));
@@ -630,6 +652,8 @@ mod tests {
         // Created inactive.
         assert_eq!(t.look(3), Look::Inactive);
         assert_eq!(t.judge(3, 0, done(), gate), Poll::Inactive);
+        let e = t.entry(3).unwrap();
+        assert_eq!(t.judge_entry(3, e, 0, done(), gate), Poll::Inactive);
         assert!(Poll::Inactive.done(|| false));
         assert!(t.take(3, |p| *p).is_none());
         for (round, (start, c)) in [(10u64, 70u64), (100, 130), (200, 200)]
