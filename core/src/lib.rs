@@ -11,6 +11,7 @@ pub mod config;
 pub mod dist;
 pub mod fit;
 pub mod idle;
+pub mod lifecycle;
 pub mod mpilib;
 pub mod oncemap;
 pub mod prtt;

@@ -1,20 +1,10 @@
 //! Completion: Wait, Test and their any/all/some forms and
 //! MPI_Request_get_status, each completing a request of the shim only once
-//! it is complete natively *and* in the emulated machine.
+//! it is complete natively *and* in the emulated machine. When that is,
+//! and which request of a pass completes, is decided by
+//! `loggp_core::lifecycle`; this room asks MPI and delivers.
 
 use super::*;
-
-/// Where a request stands, for the completion calls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Poll {
-    /// Not the shim's: MPI alone decides.
-    Untracked,
-    /// A persistent request of the shim's that was not started.
-    Inactive,
-    NotReady,
-    /// Complete natively and in the emulated machine.
-    Ready,
-}
 
 impl Engine {
     /// True when some request in `reqs` is tracked by the shim. Every
@@ -23,7 +13,7 @@ impl Engine {
     pub(super) unsafe fn any_tracked(&self, reqs: &[Request]) -> bool {
         self.reap_freed();
         let st = self.lock();
-        !st.reqs.is_empty() && reqs.iter().any(|r| st.reqs.contains_key(&key(*r)))
+        !st.reqs.is_empty() && reqs.iter().any(|r| st.reqs.contains(key(*r)))
     }
 
     /// `RecvGate::ready_at` of a message from `src` (MPI_COMM_WORLD rank)
@@ -33,33 +23,50 @@ impl Engine {
         gate.ready_at_for(src, d, bytes, Seen::Unknown, k.as_ref())
     }
 
-    /// For a natively complete tracked request: the time at which it may
-    /// complete in the emulated machine.
-    pub(super) unsafe fn ready_time(&self, p: &Pending, st: &Status, gate: &RecvGate) -> u64 {
+    /// For a natively complete tracked request (status `st`): the time at
+    /// which it may complete in the emulated machine.
+    pub(super) unsafe fn ready_time(&self, e: &Taken, st: &Status, gate: &RecvGate) -> u64 {
+        let native = self.native_of(e.kind(), st);
+        e.ready_time(native, |_, p| self.delivery_time(p, st, gate))
+    }
+
+    /// What a natively complete request's status says for its life cycle.
+    /// Only a nonblocking receive is asked whether it was cancelled.
+    unsafe fn native_of(&self, kind: Kind, st: &Status) -> Native {
+        match kind {
+            Kind::Recv => {
+                let mut cancelled: c_int = 0;
+                PMPI_Test_cancelled(st, &mut cancelled);
+                Native {
+                    cancelled: cancelled != 0,
+                    from_null: st.source() == abi::PROC_NULL,
+                }
+            }
+            Kind::PRecv => Native {
+                cancelled: false,
+                from_null: st.source() == abi::PROC_NULL,
+            },
+            _ => Native::default(),
+        }
+    }
+
+    /// When the message of a natively complete receive (status `st`)
+    /// passes the gate.
+    unsafe fn delivery_time(&self, p: &Pending, st: &Status, gate: &RecvGate) -> u64 {
         match p {
-            Pending::Send { complete_at, .. } | Pending::PSend { complete_at, .. } => *complete_at,
-            Pending::PBsend { .. } | Pending::Coll { .. } => 0,
             Pending::FromStash { msg, .. } => {
                 self.ready_at(gate, msg.d, msg.src, msg.l, msg.payload.len() as u64)
             }
             Pending::Recv(wire) => {
-                let mut cancelled: c_int = 0;
-                PMPI_Test_cancelled(st, &mut cancelled);
-                if cancelled != 0 || st.source() == abi::PROC_NULL {
-                    return 0;
-                }
                 let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
                 let h = wire.header();
                 self.ready_at(gate, h.d, h.src, h.l, payload)
             }
-            Pending::PRecv { hdr, .. } => {
+            Pending::PRecv { hdr } => {
                 let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
-                if st.source() == abi::PROC_NULL {
-                    0
-                } else {
-                    self.ready_at(gate, hdr.d, hdr.src, hdr.l, payload)
-                }
+                self.ready_at(gate, hdr.d, hdr.src, hdr.l, payload)
             }
+            _ => 0,
         }
     }
 
@@ -67,90 +74,64 @@ impl Engine {
     /// waits for its emulated completion when `block`, then delivers.
     pub(super) unsafe fn finish(
         &self,
-        p: &mut Pending,
+        e: &mut Taken,
         st: &mut Status,
         block: bool,
         rc: c_int,
     ) -> c_int {
-        match p {
-            Pending::Send { complete_at, .. } | Pending::PSend { complete_at, .. } => {
-                if block {
-                    self.hold_until(*complete_at);
-                }
-                abi::SUCCESS
+        if matches!(e.kind(), Kind::Send | Kind::PSend) {
+            if block {
+                self.hold_until(e.complete_at());
             }
-            Pending::PBsend { .. } => abi::SUCCESS,
-            Pending::Coll { k } => nb::finish(*k, st),
-            Pending::Recv(wire) => self.finish_recv(wire, st, block, rc),
-            Pending::PRecv { hdr, .. } => {
+            return abi::SUCCESS;
+        }
+        match e.data_mut() {
+            Some(Pending::Coll { k }) => nb::finish(*k, st),
+            Some(Pending::Recv(wire)) => self.finish_recv(wire, st, block, rc),
+            Some(Pending::PRecv { hdr }) => {
                 let mut w = Wire::Struct {
                     hdr: Box::new(**hdr),
                 };
                 self.finish_recv(&mut w, st, block, rc)
             }
-            Pending::FromStash { msg, n, truncated } => {
+            Some(Pending::FromStash { msg, n, truncated }) => {
                 self.deliver_stashed(msg, *n, *truncated, st, block)
             }
+            _ => abi::SUCCESS,
         }
     }
 
-    /// Takes the pending entry of `r` out of the table for completion;
-    /// persistent entries stay (marked inactive) and a working copy of what
-    /// completion needs is returned.
-    pub(super) fn take(&self, r: Request) -> Option<Pending> {
-        let mut st = self.lock();
-        let k = key(r);
-        let p = st.reqs.get(&k)?;
-        if !p.persistent() {
-            return st.untrack(k);
-        }
-        if !p.active() {
-            // An inactive persistent request completes at once with an
-            // empty status: nothing of ours to do.
-            return None;
-        }
-        let p = st.reqs.get_mut(&k)?;
-        Some(match p {
+    /// Takes the entry of `r` out of the table for completion; persistent
+    /// entries stay (now inactive) and a working copy of what completion
+    /// needs is returned (`lifecycle::Table::take`).
+    pub(super) fn take(&self, r: Request) -> Option<Taken> {
+        self.lock().reqs.take(key(r), |p| match p {
             Pending::PSend {
                 hdr,
-                complete_at,
-                active,
                 bytes,
                 dest,
                 tag,
                 comm,
-            } => {
-                *active = false;
-                Pending::PSend {
-                    hdr: Box::new(**hdr),
-                    bytes: *bytes,
-                    dest: *dest,
-                    tag: *tag,
-                    comm: *comm,
-                    complete_at: *complete_at,
-                    active: false,
-                }
-            }
-            Pending::PRecv { hdr, active } => {
-                *active = false;
-                Pending::PRecv {
-                    hdr: Box::new(**hdr),
-                    active: false,
-                }
-            }
-            Pending::PBsend { active, .. } => {
-                *active = false;
-                Pending::PBsend {
-                    buf: std::ptr::null(),
-                    count: 0,
-                    dt: self.c.byte,
-                    dest: 0,
-                    tag: 0,
-                    comm: self.c.comm_world,
-                    active: false,
-                }
-            }
-            _ => unreachable!(),
+            } => Pending::PSend {
+                hdr: Box::new(**hdr),
+                bytes: *bytes,
+                dest: *dest,
+                tag: *tag,
+                comm: *comm,
+            },
+            Pending::PRecv { hdr } => Pending::PRecv {
+                hdr: Box::new(**hdr),
+            },
+            // A buffered persistent send's completion needs nothing of it
+            // (and no other kind is copied).
+            _ => Pending::PBsend {
+                buf: std::ptr::null(),
+                count: 0,
+                dt: self.c.byte,
+                dest: 0,
+                tag: 0,
+                comm: self.c.comm_world,
+            },
         })
     }
 
@@ -166,12 +147,7 @@ impl Engine {
             // they progress meanwhile (the request may depend on them).
             let mut patience = Patience::new();
             loop {
-                let ready = match self.poll(r) {
-                    Poll::Ready | Poll::Inactive => true,
-                    Poll::NotReady => false,
-                    Poll::Untracked => self.native_done(r),
-                };
-                if ready {
+                if self.poll(r).done(|| self.native_done(r)) {
                     break;
                 }
                 nb::progress_all();
@@ -197,23 +173,29 @@ impl Engine {
         let r = *req;
         match self.take(r) {
             None => PMPI_Wait(req, st),
-            Some(mut p) => {
+            Some(mut e) => {
                 let rc = PMPI_Wait(req, st);
-                if matches!(p, Pending::PRecv { .. }) {
+                if e.kind() == Kind::PRecv {
                     recall_status(r, st, true);
+                    self.refresh_header(r, &mut e);
                 }
-                if let Pending::PRecv { hdr, .. } = &mut p {
-                    if let Some(Pending::PRecv { hdr: live, .. }) = self.lock().reqs.get(&key(r)) {
-                        **hdr = **live;
-                    }
-                }
-                let rc2 = self.finish(&mut p, st, true, rc);
-                self.recycle(p);
+                let rc2 = self.finish(&mut e, st, true, rc);
+                self.recycle(e);
                 if ok(rc) {
                     rc2
                 } else {
                     rc
                 }
+            }
+        }
+    }
+
+    /// A persistent receive's working copy (`take`) gets the header MPI
+    /// wrote into the live entry.
+    fn refresh_header(&self, r: Request, e: &mut Taken) {
+        if let Some(Pending::PRecv { hdr }) = e.data_mut() {
+            if let Some(Pending::PRecv { hdr: live }) = self.lock().reqs.get(key(r)) {
+                **hdr = **live;
             }
         }
     }
@@ -230,22 +212,21 @@ impl Engine {
     /// channel, or a varied L raised to arrive with the message before it:
     /// `loggp_core::dist::Channels`), and overtake it.
     pub(super) unsafe fn poll_at(&self, r: Request, t: u64) -> Poll {
-        let st = self.lock();
-        let Some(p) = st.reqs.get(&key(r)) else {
-            return Poll::Untracked;
-        };
-        if !p.active() {
-            return Poll::Inactive;
+        let k = key(r);
+        // Not in the match: its job's progress may take the state.
+        let look = self.lock().reqs.look(k);
+        match look {
+            Look::Untracked => return Poll::Untracked,
+            Look::Inactive => return Poll::Inactive,
+            Look::Active(Kind::Coll) => {
+                return if nb::done(k) {
+                    Poll::Ready
+                } else {
+                    Poll::NotReady
+                };
+            }
+            Look::Active(_) => {}
         }
-        if let Pending::Coll { k } = *p {
-            drop(st);
-            return if nb::done(k) {
-                Poll::Ready
-            } else {
-                Poll::NotReady
-            };
-        }
-        drop(st);
         let mut flag: c_int = 0;
         let mut s = Status::zeroed();
         PMPI_Request_get_status(r, &mut flag, &mut s);
@@ -253,22 +234,16 @@ impl Engine {
             return Poll::NotReady;
         }
         let st = self.lock();
-        let Some(p) = st.reqs.get(&key(r)) else {
+        let Some(e) = st.reqs.entry(k) else {
             return Poll::Untracked;
         };
-        if matches!(p, Pending::PRecv { .. }) {
+        if e.kind() == Kind::PRecv {
             remember_status(r, &s);
             recall_status(r, &mut s, false);
         }
-        let ready = match st.queued_send(key(r)) {
-            Some(c) => c,
-            None => self.ready_time(p, &s, &st.gate),
-        };
-        if t >= ready {
-            Poll::Ready
-        } else {
-            Poll::NotReady
-        }
+        let native = self.native_of(e.kind(), &s);
+        st.reqs
+            .judge_entry(k, e, t, native, |_, p| self.delivery_time(p, &s, &st.gate))
     }
 
     /// Before a blocking wait: is `r` complete natively already? (Keeps
@@ -277,7 +252,7 @@ impl Engine {
         let mut f: c_int = 0;
         let mut st = Status::zeroed();
         PMPI_Request_get_status(r, &mut f, &mut st);
-        if f != 0 && matches!(self.lock().reqs.get(&key(r)), Some(Pending::PRecv { .. })) {
+        if f != 0 && self.lock().reqs.kind(key(r)) == Some(Kind::PRecv) {
             remember_status(r, &st);
         }
         f != 0
@@ -334,7 +309,7 @@ impl Engine {
                 let rc = PMPI_Request_get_status(r, flag, &mut st);
                 recall_status(r, &mut st, false);
                 let mut s = self.lock();
-                if let Some(Pending::Recv(wire)) = s.reqs.get_mut(&key(r)) {
+                if let Some(Pending::Recv(wire)) = s.reqs.get_mut(key(r)) {
                     let mut w = std::mem::replace(
                         wire,
                         Wire::Struct {
@@ -344,7 +319,7 @@ impl Engine {
                     drop(s);
                     self.peek_recv(&mut w, &mut st);
                     s = self.lock();
-                    if let Some(Pending::Recv(wire)) = s.reqs.get_mut(&key(r)) {
+                    if let Some(Pending::Recv(wire)) = s.reqs.get_mut(key(r)) {
                         *wire = w;
                     }
                 }
@@ -399,12 +374,8 @@ impl Engine {
                     }
                     continue;
                 }
-                let ready = match self.poll(rs[i]) {
-                    Poll::Ready | Poll::Inactive => true,
-                    Poll::NotReady => false,
-                    Poll::Untracked => self.native_done(rs[i]),
-                };
-                if ready {
+                let r = rs[i];
+                if self.poll(r).done(|| self.native_done(r)) {
                     let mut st = Status::zeroed();
                     let rc = self.complete_one(&mut rs[i], &mut st);
                     if !ok(rc) {
@@ -464,7 +435,7 @@ impl Engine {
         // Waitall returns after the last either way. Otherwise each is
         // finished as it is taken, in the order of the array.
         let by_time = self.cfg.any_g_r();
-        let mut mine: Vec<(u64, usize, Pending)> = Vec::new();
+        let mut mine: Vec<(u64, usize, Taken)> = Vec::new();
         let mut rc_all = rc_native;
         for (i, &k) in keys.iter().enumerate() {
             if k == self.c.request_null || (in_status && sts[i].error() == abi::ERR_PENDING) {
@@ -473,12 +444,10 @@ impl Engine {
             let Some(mut p) = self.take(k) else {
                 continue;
             };
-            if let Pending::PRecv { hdr, .. } = &mut p {
+            if p.kind() == Kind::PRecv {
                 recall_status(k, &mut sts[i], true);
                 // Persistent receive: the header landed in the live entry.
-                if let Some(Pending::PRecv { hdr: live, .. }) = self.lock().reqs.get(&key(k)) {
-                    **hdr = **live;
-                }
+                self.refresh_header(k, &mut p);
             }
             if by_time {
                 let t = {
@@ -498,7 +467,7 @@ impl Engine {
                 );
             }
         }
-        mine.sort_by_key(|m| (m.0, m.1));
+        lifecycle::delivery_order(&mut mine);
         for (_, i, p) in mine {
             let waited = absent.get(i).copied().unwrap_or(false);
             self.finish_of_waitall(
@@ -525,7 +494,7 @@ impl Engine {
     unsafe fn finish_of_waitall(
         &self,
         i: usize,
-        mut p: Pending,
+        mut p: Taken,
         sts: &mut [Status],
         in_status: bool,
         came: Option<u64>,
@@ -565,13 +534,8 @@ impl Engine {
         if !self.any_tracked(rs) {
             return PMPI_Testall(n, reqs, flag, statuses);
         }
-        for r in rs.iter() {
-            let ready = match self.poll(*r) {
-                Poll::Ready | Poll::Inactive => true,
-                Poll::NotReady => false,
-                Poll::Untracked => self.native_done(*r),
-            };
-            if !ready {
+        for &r in rs.iter() {
+            if !self.poll(r).done(|| self.native_done(r)) {
                 *flag = 0;
                 return abi::SUCCESS;
             }
@@ -587,28 +551,21 @@ impl Engine {
         rs: &mut [Request],
         st: &mut Status,
     ) -> (Option<c_int>, c_int) {
-        let mut any_active = false;
+        let mut pass = AnyPass::default();
         let mut masked: Vec<Request> = Vec::with_capacity(rs.len());
-        let mut untracked_any = false;
         let t = now();
         for (i, r) in rs.iter_mut().enumerate() {
-            match self.poll_at(*r, t) {
-                Poll::Ready => {
+            match pass.see(self.poll_at(*r, t)) {
+                AnyStep::Complete => {
                     let rc = self.complete_one(r, st);
                     return (Some(as_int(i)), rc);
                 }
-                Poll::NotReady => {
-                    any_active = true;
-                    masked.push(self.c.request_null);
-                }
-                Poll::Inactive => masked.push(self.c.request_null),
-                Poll::Untracked => {
-                    untracked_any = true;
-                    masked.push(*r);
-                }
+                AnyStep::Mask => masked.push(self.c.request_null),
+                AnyStep::Native => masked.push(*r),
             }
         }
-        if untracked_any {
+        let mut native_active = false;
+        if pass.ask_native() {
             let mut idx: c_int = abi::UNDEFINED;
             let mut flag: c_int = 0;
             let rc = PMPI_Testany(
@@ -622,14 +579,11 @@ impl Engine {
                 rs[usize::try_from(idx).unwrap_or(0)] = masked[usize::try_from(idx).unwrap_or(0)];
                 return (Some(idx), rc);
             }
-            if flag == 0 {
-                any_active = true;
-            }
+            native_active = flag == 0;
         }
-        if any_active {
-            (None, abi::SUCCESS)
-        } else {
-            (Some(abi::UNDEFINED), abi::SUCCESS)
+        match pass.end(native_active) {
+            AnyEnd::NotYet => (None, abi::SUCCESS),
+            AnyEnd::NoneActive => (Some(abi::UNDEFINED), abi::SUCCESS),
         }
     }
 
@@ -701,8 +655,7 @@ impl Engine {
         statuses: *mut Status,
     ) -> (c_int, c_int) {
         let ignore = abi::statuses_ignored(statuses);
-        let mut out = 0usize;
-        let mut any_active = false;
+        let mut pass = SomePass::default();
         let mut rc_all = abi::SUCCESS;
         let t = now();
         #[allow(clippy::needless_range_loop)] // rs[i] is rewritten inside.
@@ -711,14 +664,9 @@ impl Engine {
             if r == self.c.request_null {
                 continue;
             }
-            let ready = match self.poll_at(r, t) {
-                Poll::Ready => true,
-                Poll::Inactive => false,
-                Poll::NotReady => {
-                    any_active = true;
-                    false
-                }
-                Poll::Untracked => {
+            match pass.see(self.poll_at(r, t)) {
+                SomeStep::Skip => {}
+                SomeStep::Native => {
                     // Untracked: ask MPI about this one alone.
                     let mut one = [r];
                     let mut oc: c_int = 0;
@@ -726,39 +674,38 @@ impl Engine {
                     let mut st = Status::zeroed();
                     PMPI_Testsome(1, one.as_mut_ptr(), &mut oc, ix.as_mut_ptr(), &mut st);
                     if oc == abi::UNDEFINED {
-                        false
+                        pass.native(None);
                     } else if oc == 0 {
-                        any_active = true;
-                        false
+                        pass.native(Some(false));
                     } else {
                         rs[i] = one[0];
+                        let out = pass.out();
                         *idx.add(out) = as_int(i);
                         if !ignore {
                             st.copy_to_all(statuses.add(out));
                         }
-                        out += 1;
-                        continue;
+                        pass.native(Some(true));
                     }
                 }
-            };
-            if ready {
-                let mut st = Status::zeroed();
-                let rc = self.complete_one(&mut rs[i], &mut st);
-                if !ok(rc) {
-                    st.set_error(rc);
-                    rc_all = abi::ERR_IN_STATUS;
+                SomeStep::Complete => {
+                    let mut st = Status::zeroed();
+                    let rc = self.complete_one(&mut rs[i], &mut st);
+                    if !ok(rc) {
+                        st.set_error(rc);
+                        rc_all = abi::ERR_IN_STATUS;
+                    }
+                    let out = pass.out();
+                    *idx.add(out) = as_int(i);
+                    if !ignore {
+                        st.copy_to_all(statuses.add(out));
+                    }
+                    pass.completed();
                 }
-                *idx.add(out) = as_int(i);
-                if !ignore {
-                    st.copy_to_all(statuses.add(out));
-                }
-                out += 1;
             }
         }
-        if out == 0 && !any_active {
-            (abi::UNDEFINED, rc_all)
-        } else {
-            (as_int(out), rc_all)
+        match pass.outcount() {
+            None => (abi::UNDEFINED, rc_all),
+            Some(out) => (as_int(out), rc_all),
         }
     }
 

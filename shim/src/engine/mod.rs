@@ -52,6 +52,9 @@ use crate::coll::nb;
 use crate::log;
 use crate::real::*;
 use loggp_core::config::Knobs;
+use loggp_core::lifecycle::{
+    self, AnyEnd, AnyPass, AnyStep, Kind, Look, Native, Poll, SomePass, SomeStep,
+};
 use loggp_core::oncemap::OnceMap;
 use loggp_core::target::Pair;
 use loggp_core::{Config, Envelope, Pattern, RecvGate, Seen, SendSide, Stash, Transit};
@@ -101,7 +104,13 @@ impl std::hash::Hasher for HandleHasher {
 pub(super) struct State {
     send: SendSide,
     gate: RecvGate,
-    reqs: HandleMap<Pending>,
+    /// The request table: the life cycle of each tracked request
+    /// (`loggp_core::lifecycle`, which also keeps the sends that share one
+    /// request handle: MPI hands out one handle more than once at a time
+    /// for requests it completed at creation, Open MPI's
+    /// `ompi_request_empty`, MPICH's lightweight request) and the shim's
+    /// `Pending` data.
+    reqs: lifecycle::Table<usize, Pending, BuildHasherDefault<HandleHasher>>,
     /// Probed messages in the order they were taken off the network. Boxed:
     /// a message handed out by Improbe is named by its box's address.
     stash: Stash<Box<Stashed>>,
@@ -118,13 +127,6 @@ pub(super) struct State {
     /// Staging buffers of completed nonblocking messages, for the next
     /// ones (`Engine::stage_buf`): a malloc and a free less per message.
     pool: Vec<Vec<u8>>,
-    /// Sends whose request handle MPI gave to an earlier send still in
-    /// `reqs`: a handle MPI hands out more than once at a time is one it
-    /// completed at creation (Open MPI's `ompi_request_empty`, MPICH's
-    /// lightweight request: every small eager Isend gets the same one).
-    /// Per handle, the completion times of the later sends, oldest first:
-    /// each Wait/Test on the handle completes the oldest (`State::untrack`).
-    shared: HandleMap<std::collections::VecDeque<u64>>,
     /// Targeting: the MPI_COMM_WORLD rank of each rank of a communicator
     /// (of its remote group for an intercommunicator), learned at its first
     /// send while a sender-side knob is targeted; forgotten when the
@@ -159,66 +161,16 @@ impl State {
         }
     }
 
-    /// Enters a nonblocking send under its request handle. A handle that
-    /// is already an earlier send's belongs to requests MPI completed at
-    /// creation (see `shared`): MPI gives no handle to two active requests,
-    /// so the earlier send is complete and its staging buffer goes back to
-    /// the pool. The newest send holds the entry (and its buffer, until it
-    /// is taken); the earlier one's completion time queues in `shared`
-    /// when it is still ahead of `t` (a send's departure: its completion
-    /// is held until then), and is dropped when it has passed: completing
-    /// it natively is then the same.
-    fn track_send(&mut self, k: usize, p: Pending, t: u64) {
-        use std::collections::hash_map::Entry;
-        match self.reqs.entry(k) {
-            Entry::Vacant(e) => {
-                e.insert(p);
-            }
-            Entry::Occupied(mut e) => {
-                if let Pending::Send {
-                    _keep, complete_at, ..
-                } = e.insert(p)
-                {
-                    if complete_at > t {
-                        self.shared.entry(k).or_default().push_back(complete_at);
-                    }
-                    if let Some(v) = _keep {
-                        self.put_back(v);
-                    }
-                }
-                // Any other entry was stale: MPI completed that request
-                // behind our back. The new send replaces it.
-            }
+    /// Enters a nonblocking send under its request handle, at its
+    /// departure `t` (`lifecycle::Table::track_send`). An earlier send that
+    /// held the handle is complete: its staging buffer goes back to the
+    /// pool.
+    fn track_send(&mut self, k: usize, p: Pending, complete_at: u64, t: u64) {
+        if let Some(Pending::Send { _keep: Some(v), .. }) =
+            self.reqs.track_send(k, complete_at, p, t)
+        {
+            self.put_back(v);
         }
-    }
-
-    /// The completion time a Wait/Test on a shared send handle judges
-    /// first: the oldest queued (`shared`), if any.
-    fn queued_send(&self, k: usize) -> Option<u64> {
-        if self.shared.is_empty() {
-            return None;
-        }
-        self.shared.get(&k).and_then(|q| q.front().copied())
-    }
-
-    /// Takes the entry of a request out of the table; for a shared send
-    /// handle, first the oldest queued send's completion.
-    fn untrack(&mut self, k: usize) -> Option<Pending> {
-        if !self.shared.is_empty() {
-            if let Some(q) = self.shared.get_mut(&k) {
-                if let Some(complete_at) = q.pop_front() {
-                    if q.is_empty() {
-                        self.shared.remove(&k);
-                    }
-                    return Some(Pending::Send {
-                        _keep: None,
-                        _hdr: None,
-                        complete_at,
-                    });
-                }
-            }
-        }
-        self.reqs.remove(&k)
     }
 }
 
@@ -586,14 +538,13 @@ impl Engine {
                 cell: UnsafeCell::new(State {
                     send: SendSide::new(&cfg),
                     gate: RecvGate::new(&cfg, transit),
-                    reqs: HandleMap::default(),
+                    reqs: lifecycle::Table::default(),
                     stash: Stash::default(),
                     messages: HandleMap::default(),
                     next_message: 1,
                     bsends: Vec::new(),
                     freed: Vec::new(),
                     pool: Vec::new(),
-                    shared: HandleMap::default(),
                     world_of: HandleMap::default(),
                     rng_l: loggp_core::dist::Rng::new(
                         cfg.seed,
@@ -834,10 +785,10 @@ impl Engine {
 
     /// Returns the staging buffer of a completed request to the pool
     /// (small ones, and not too many).
-    fn recycle(&self, p: Pending) {
-        let v = match p {
-            Pending::Send { _keep: Some(v), .. } => v,
-            Pending::Recv(Wire::Staged { stage, .. }) => stage,
+    fn recycle(&self, e: Taken) {
+        let v = match e.into_data() {
+            Some(Pending::Send { _keep: Some(v), .. }) => v,
+            Some(Pending::Recv(Wire::Staged { stage, .. })) => stage,
             _ => return,
         };
         self.lock().put_back(v);
@@ -846,6 +797,6 @@ impl Engine {
     /// Enters the request of a nonblocking collective (`coll::nb`).
     pub fn track_coll(&self, r: Request) {
         let k = key(r);
-        self.lock().reqs.insert(k, Pending::Coll { k });
+        self.lock().reqs.track(k, Kind::Coll, Pending::Coll { k });
     }
 }

@@ -110,8 +110,9 @@ impl Engine {
             Some(r) => {
                 let rc = self.done_request(r);
                 if ok(rc) {
-                    self.lock().reqs.insert(
+                    self.lock().reqs.track(
                         key(*r),
+                        Kind::FromStash,
                         Pending::FromStash {
                             msg: m,
                             n,

@@ -95,7 +95,9 @@ impl Engine {
         match req {
             Some(r) => {
                 if ok(rc) {
-                    self.lock().reqs.insert(key(*r), Pending::Recv(wire));
+                    self.lock()
+                        .reqs
+                        .track(key(*r), Kind::Recv, Pending::Recv(wire));
                 }
                 rc
             }

@@ -1,16 +1,17 @@
-//! The request table: what the shim keeps per MPI request (`Pending`),
-//! generalized requests that stand for the shim's own work, and
+//! The request table: what the shim keeps per MPI request (`Pending`, the
+//! payload of `loggp_core::lifecycle::Table`, which decides the life
+//! cycle), generalized requests that stand for the shim's own work, and
 //! MPI_Request_free.
 
 use super::*;
 
-/// Shim state attached to an MPI request.
+/// Shim state attached to an MPI request; whether it is active and when a
+/// send completes are the table's (`lifecycle::Entry`).
 pub(super) enum Pending {
     /// Nonblocking send: keeps the staging buffer or header alive.
     Send {
         _keep: Option<Vec<u8>>,
         _hdr: Option<Box<Header>>,
-        complete_at: u64,
     },
     Recv(Wire),
     /// A receive satisfied from the stash (Imrecv of a probed message, or an
@@ -30,8 +31,6 @@ pub(super) enum Pending {
         dest: c_int,
         tag: c_int,
         comm: Comm,
-        complete_at: u64,
-        active: bool,
     },
     /// Persistent buffered send: Start runs a buffered send and starts a
     /// PROC_NULL persistent request that stands for it. `dt` is the shim's
@@ -44,11 +43,9 @@ pub(super) enum Pending {
         dest: c_int,
         tag: c_int,
         comm: Comm,
-        active: bool,
     },
     PRecv {
         hdr: Box<Header>,
-        active: bool,
     },
     /// A nonblocking collective (`coll::nb`, job `k`); the MPI request is
     /// a PROC_NULL receive.
@@ -61,22 +58,9 @@ pub(super) enum Pending {
 // allows any thread to complete; access is serialised by the state mutex.
 unsafe impl Send for Pending {}
 
-impl Pending {
-    pub(super) fn persistent(&self) -> bool {
-        matches!(
-            self,
-            Pending::PSend { .. } | Pending::PBsend { .. } | Pending::PRecv { .. }
-        )
-    }
-    pub(super) fn active(&self) -> bool {
-        match self {
-            Pending::PSend { active, .. }
-            | Pending::PBsend { active, .. }
-            | Pending::PRecv { active, .. } => *active,
-            _ => true,
-        }
-    }
-}
+/// A request taken out of the table for completion (or a working copy of
+/// a persistent one's entry).
+pub(super) type Taken = lifecycle::Entry<Pending>;
 
 /// Starts a generalized request (MPI-3.1 §12.2) that stands for work of the
 /// shim's: a request handle of its own, unlike a PROC_NULL receive (Open MPI
@@ -119,34 +103,38 @@ pub(super) unsafe extern "C" fn grequest_cancel(_: *mut c_void, _: c_int) -> c_i
 impl Engine {
     pub unsafe fn request_free(&self, req: *mut Request) -> c_int {
         let r = *req;
-        let p = self.lock().untrack(key(r));
-        if let Some(Pending::Coll { k }) = p {
-            nb::orphan(k);
+        let Some(e) = self.lock().reqs.untrack(key(r)) else {
             return PMPI_Request_free(req);
-        }
-        if let Some(Pending::PBsend { mut dt, .. }) = p {
-            // Its buffered sends are already on their own: only the
-            // duplicate datatype is ours to free.
-            PMPI_Type_free(&mut dt);
-            return PMPI_Request_free(req);
-        }
-        if let Some(Pending::Recv(wire @ Wire::Staged { .. })) = p {
-            // Its payload lands in our stage, and only we can copy it to
-            // the application's buffer: keep the request and do so once it
-            // completes (`reap_freed`). For the application the request
-            // is gone.
-            let mut st = self.lock();
-            st.freed.push((r, wire));
-            self.freed_len.store(st.freed.len(), Ordering::Relaxed);
-            *req = self.c.request_null;
-            return abi::SUCCESS;
-        }
-        if let Some(p) = p {
-            if !p.persistent() || p.active() {
+        };
+        let idle = e.kind().persistent() && !e.active();
+        match e.into_data() {
+            Some(Pending::Coll { k }) => {
+                nb::orphan(k);
+                return PMPI_Request_free(req);
+            }
+            Some(Pending::PBsend { mut dt, .. }) => {
+                // Its buffered sends are already on their own: only the
+                // duplicate datatype is ours to free.
+                PMPI_Type_free(&mut dt);
+                return PMPI_Request_free(req);
+            }
+            Some(Pending::Recv(wire @ Wire::Staged { .. })) => {
+                // Its payload lands in our stage, and only we can copy it
+                // to the application's buffer: keep the request and do so
+                // once it completes (`reap_freed`). For the application
+                // the request is gone.
+                let mut st = self.lock();
+                st.freed.push((r, wire));
+                self.freed_len.store(st.freed.len(), Ordering::Relaxed);
+                *req = self.c.request_null;
+                return abi::SUCCESS;
+            }
+            Some(p) if !idle => {
                 // MPI completes it in the background and may still write
                 // the header or read the staging buffer: keep them alive.
                 std::mem::forget(p);
             }
+            Some(_) | None => {}
         }
         PMPI_Request_free(req)
     }

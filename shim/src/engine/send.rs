@@ -294,7 +294,6 @@ impl Engine {
                         Pending::Send {
                             _keep: Some(v),
                             _hdr: None,
-                            complete_at: dep.complete_at,
                         },
                     )
                 }
@@ -311,7 +310,6 @@ impl Engine {
                         Pending::Send {
                             _keep: None,
                             _hdr: Some(h),
-                            complete_at: dep.complete_at,
                         },
                     )
                 }
@@ -319,7 +317,8 @@ impl Engine {
             }
         };
         if ok(rc) {
-            self.lock().track_send(key(*req), pending, dep.ready);
+            self.lock()
+                .track_send(key(*req), pending, dep.complete_at, dep.ready);
         }
         rc
     }
@@ -354,8 +353,9 @@ impl Engine {
             if !ok(rc) {
                 PMPI_Type_free(&mut own);
             } else {
-                self.lock().reqs.insert(
+                self.lock().reqs.track(
                     key(*req),
+                    Kind::PBsend,
                     Pending::PBsend {
                         buf,
                         count,
@@ -363,7 +363,6 @@ impl Engine {
                         dest,
                         tag,
                         comm,
-                        active: false,
                     },
                 );
             }
@@ -384,16 +383,15 @@ impl Engine {
         let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
         PMPI_Type_free(&mut t);
         if ok(rc) {
-            self.lock().reqs.insert(
+            self.lock().reqs.track(
                 key(*req),
+                Kind::PSend,
                 Pending::PSend {
                     hdr: h,
                     bytes,
                     dest,
                     tag,
                     comm,
-                    complete_at: 0,
-                    active: false,
                 },
             );
         }
@@ -418,13 +416,9 @@ impl Engine {
         let rc = PMPI_Recv_init(abi::BOTTOM as *mut c_void, 1, t, src, tag, comm, req);
         PMPI_Type_free(&mut t);
         if ok(rc) {
-            self.lock().reqs.insert(
-                key(*req),
-                Pending::PRecv {
-                    hdr: h,
-                    active: false,
-                },
-            );
+            self.lock()
+                .reqs
+                .track(key(*req), Kind::PRecv, Pending::PRecv { hdr: h });
         }
         rc
     }
@@ -432,67 +426,55 @@ impl Engine {
     /// Start of one request: tracked persistent requests get their header
     /// (departure) and overheads here.
     pub unsafe fn start(&self, req: *mut Request) -> c_int {
-        enum Kind {
+        enum Started {
             Send(*mut Header, u64, c_int, c_int, Comm),
             Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
-            Recv,
-            Untracked,
+            Other,
         }
-        let kind = {
+        let started = {
             let mut st = self.lock();
-            match st.reqs.get_mut(&key(*req)) {
-                Some(Pending::PSend {
-                    hdr,
-                    bytes,
-                    dest,
-                    tag,
-                    comm,
-                    active,
-                    ..
-                }) => {
-                    *active = true;
-                    Kind::Send(&mut **hdr, *bytes, *dest, *tag, *comm)
-                }
-                Some(Pending::PBsend {
-                    buf,
-                    count,
-                    dt,
-                    dest,
-                    tag,
-                    comm,
-                    active,
-                }) => {
-                    *active = true;
-                    Kind::Bsend(*buf, *count, *dt, *dest, *tag, *comm)
-                }
-                Some(Pending::PRecv { active, .. }) => {
-                    *active = true;
-                    Kind::Recv
-                }
-                _ => Kind::Untracked,
+            match st.reqs.start(key(*req)) {
+                Some((
+                    _,
+                    Pending::PSend {
+                        hdr,
+                        bytes,
+                        dest,
+                        tag,
+                        comm,
+                    },
+                )) => Started::Send(&mut **hdr, *bytes, *dest, *tag, *comm),
+                Some((
+                    _,
+                    Pending::PBsend {
+                        buf,
+                        count,
+                        dt,
+                        dest,
+                        tag,
+                        comm,
+                    },
+                )) => Started::Bsend(*buf, *count, *dt, *dest, *tag, *comm),
+                _ => Started::Other,
             }
         };
-        match kind {
-            Kind::Send(hdr, bytes, dest, tag, comm) => {
+        match started {
+            Started::Send(hdr, bytes, dest, tag, comm) => {
                 let (dep, h) = self.depart(bytes, dest, tag, comm);
                 // The header lives in the pending entry (boxed, stable) and
                 // is not in flight: the request was inactive.
                 *hdr = h;
-                if let Some(Pending::PSend { complete_at, .. }) =
-                    self.lock().reqs.get_mut(&key(*req))
-                {
-                    *complete_at = dep.complete_at;
-                }
+                self.lock().reqs.set_complete_at(key(*req), dep.complete_at);
                 PMPI_Start(req)
             }
-            Kind::Bsend(buf, count, dt, dest, tag, comm) => {
+            Started::Bsend(buf, count, dt, dest, tag, comm) => {
                 let rc = self.bsend(buf, count, dt, dest, tag, comm);
                 if !ok(rc) {
                     return rc;
                 }
                 PMPI_Start(req)
             }
-            Kind::Recv | Kind::Untracked => PMPI_Start(req),
+            Started::Other => PMPI_Start(req),
         }
     }
 }
