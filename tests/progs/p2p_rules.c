@@ -30,9 +30,15 @@
  *      Send_init, Bsend_init and Recv_init whose vector datatype was freed
  *      right after creation deliver it at every Start;
  *   6. a receive whose request was freed while active (MPI_Request_free)
- *      still delivers its data.
+ *      still delivers its data;
+ *   7. non-overtaking past a probe (§3.5, §3.8.1): rank 0 sends tags A, B
+ *      (and C) in that order; rank 1 probes for the later tag(s) first (the
+ *      shim may take such a message off the network), then a receive or
+ *      probe with MPI_ANY_TAG (and MPI_ANY_SOURCE) must still get A, the
+ *      oldest match: through Recv, Irecv+Wait, Iprobe, Mprobe+Mrecv,
+ *      Sendrecv, small and large (above the staging threshold).
  * Arguments name the sections to run (freed, partial, error, bottom, comm,
- * reqfree; all by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
+ * reqfree, overtake; all by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
  * "FAIL p2p_rules rank R: ..." and a non-zero exit. */
 #include "common.h"
 
@@ -418,6 +424,95 @@ static void freed_request(void) {
       CHECK(v[i] == 600 + i, "receive freed while active: v[%d] = %d", i, v[i]);
 }
 
+/* 7. A probe for a later tag must not let a wildcard receive overtake the
+ * older message (MPI-4.0 §3.5: "if a sender sends two messages in
+ * succession to the same destination, and both match the same receive,
+ * then this operation cannot receive the second message if the first one
+ * is still pending"). Tags 700 + 10*way + {0, 1, 2} = A, B, C; each message
+ * holds n ints tag*1000+i. */
+static void check_msg(const int *b, int n, const MPI_Status *st, int want_tag, const char *what,
+                      int way, int n_sent) {
+  CHECK(st->MPI_SOURCE == 0 && st->MPI_TAG == want_tag,
+        "overtake way=%d n=%d %s: got source %d tag %d, expected tag %d (the oldest)", way,
+        n_sent, what, st->MPI_SOURCE, st->MPI_TAG, want_tag);
+  int bad = 0;
+  for (int i = 0; i < n; i++) bad += b[i] != st->MPI_TAG * 1000 + i;
+  CHECK(bad == 0, "overtake way=%d n=%d %s: %d of %d ints wrong", way, n_sent, what, bad, n);
+}
+
+static void overtaking(void) {
+  static const int ns[] = {4, 8192}; /* 16 B staged, 32 KiB zero-copy */
+  enum { WAYS = 8 };
+  for (int k = 0; k < 2; k++) {
+    int n = ns[k];
+    int *b = malloc(sizeof(int) * (size_t)n * 3);
+    for (int way = 0; way < WAYS; way++) {
+      int a = 700 + 10 * way, three = way == 7;
+      if (my_rank == 0) {
+        MPI_Request r[3];
+        int nm = three ? 3 : 2;
+        for (int j = 0; j < nm; j++) {
+          for (int i = 0; i < n; i++) b[j * n + i] = (a + j) * 1000 + i;
+          MPI_OK(MPI_Isend(b + j * n, n, MPI_INT, 1, a + j, MPI_COMM_WORLD, &r[j]));
+        }
+        MPI_OK(MPI_Waitall(nm, r, MPI_STATUSES_IGNORE));
+      } else if (my_rank == 1) {
+        MPI_Status st;
+        MPI_Message m = MPI_MESSAGE_NULL, m2;
+        int flag = 0;
+        set_all(b, n, SENT);
+        if (way == 4)
+          MPI_OK(MPI_Mprobe(0, a + 1, MPI_COMM_WORLD, &m, &st));
+        else
+          MPI_OK(MPI_Probe(0, a + 1, MPI_COMM_WORLD, &st));
+        if (three) MPI_OK(MPI_Probe(0, a + 2, MPI_COMM_WORLD, &st));
+        switch (way) {
+        case 0: case 4: case 7:
+          MPI_OK(MPI_Recv(b, n, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+          break;
+        case 1:
+          MPI_OK(MPI_Recv(b, n, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+          break;
+        case 2: {
+          MPI_Request r;
+          MPI_OK(MPI_Irecv(b, n, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &r));
+          MPI_OK(MPI_Wait(&r, &st));
+          break;
+        }
+        case 3:
+          do MPI_OK(MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st));
+          while (!flag);
+          CHECK(st.MPI_TAG == a, "overtake way=3 n=%d: Iprobe(ANY_TAG) saw tag %d, expected %d",
+                n, st.MPI_TAG, a);
+          MPI_OK(MPI_Recv(b, n, MPI_INT, 0, st.MPI_TAG, MPI_COMM_WORLD, &st));
+          break;
+        case 5:
+          MPI_OK(MPI_Mprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &m2, &st));
+          MPI_OK(MPI_Mrecv(b, n, MPI_INT, &m2, &st));
+          break;
+        case 6:
+          MPI_OK(MPI_Sendrecv(NULL, 0, MPI_INT, MPI_PROC_NULL, 0, b, n, MPI_INT, 0, MPI_ANY_TAG,
+                              MPI_COMM_WORLD, &st));
+          break;
+        }
+        check_msg(b, n, &st, a, "first wildcard receive", way, n);
+        /* The rest, in order. */
+        set_all(b, n, SENT);
+        if (way == 4)
+          MPI_OK(MPI_Mrecv(b, n, MPI_INT, &m, &st));
+        else
+          MPI_OK(MPI_Recv(b, n, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+        check_msg(b, n, &st, a + 1, "second receive", way, n);
+        if (three) {
+          MPI_OK(MPI_Recv(b, n, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+          check_msg(b, n, &st, a + 2, "third receive", way, n);
+        }
+      }
+    }
+    free(b);
+  }
+}
+
 int main(int argc, char **argv) {
   init_common("p2p_rules", &argc, &argv);
   int np;
@@ -437,6 +532,7 @@ int main(int argc, char **argv) {
   SECTION("bottom", bottom);
   SECTION("comm", freed_comm_and_persistent);
   SECTION("reqfree", freed_request);
+  SECTION("overtake", overtaking);
   MPI_Barrier(MPI_COMM_WORLD);
   if (my_rank == 0) printf("p2p_rules: PASS np=%d checks=%ld\n", np, n_checks);
   MPI_Finalize();

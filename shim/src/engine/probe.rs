@@ -18,6 +18,8 @@ pub struct Stashed {
     pub(super) l: u64,
     /// Virtual arrival, from `d` (fixed once the message is here).
     pub(super) arrival: u64,
+    /// The sender's sequence number, from the header.
+    pub(super) seq: u32,
     pub(super) payload: Vec<u8>,
 }
 
@@ -27,6 +29,9 @@ impl loggp_core::stash::Stashed for Box<Stashed> {
     }
     fn arrival(&self) -> u64 {
         self.arrival
+    }
+    fn seq(&self) -> u32 {
+        self.seq
     }
 }
 
@@ -209,6 +214,7 @@ impl Engine {
             src: h.src,
             l: h.l,
             arrival,
+            seq: h.seq,
             payload: v,
         }));
         self.stash_len.fetch_add(1, Ordering::Relaxed);
@@ -228,26 +234,48 @@ impl Engine {
             return Ok(None);
         }
         self.reap_freed();
-        for attempt in 0..2 {
-            {
+        let p = pattern(comm, src, tag);
+        // Sources whose oldest message inside MPI has joined the stash
+        // since this call began (`Pattern::unsure`).
+        let mut checked: Vec<c_int> = Vec::new();
+        let mut pulled = false;
+        loop {
+            let unsure = {
                 let mut s = self.lock();
-                if let Some((i, m)) = s.stash.find_for_probe(&pattern(comm, src, tag), now()) {
-                    let mut st = Status::zeroed();
-                    st.set_source(m.env.source);
-                    st.set_tag(m.env.tag);
-                    st.set_error(abi::SUCCESS);
-                    set_status_bytes(&mut st, self.c.byte, m.payload.len() as u64);
-                    let taken = if take {
-                        self.stash_len.fetch_sub(1, Ordering::Relaxed);
-                        Some(s.stash.remove(i))
-                    } else {
-                        None
-                    };
-                    return Ok(Some((st, taken)));
+                match s.stash.find_for_probe(&p, now()) {
+                    Some((_, m)) if p.unsure() && !checked.contains(&m.env.source) => {
+                        Some(m.env.source)
+                    }
+                    Some((i, m)) => {
+                        let mut st = Status::zeroed();
+                        st.set_source(m.env.source);
+                        st.set_tag(m.env.tag);
+                        st.set_error(abi::SUCCESS);
+                        set_status_bytes(&mut st, self.c.byte, m.payload.len() as u64);
+                        let taken = if take {
+                            self.stash_len.fetch_sub(1, Ordering::Relaxed);
+                            Some(s.stash.remove(i))
+                        } else {
+                            None
+                        };
+                        return Ok(Some((st, taken)));
+                    }
+                    None => None,
                 }
-            }
-            if attempt == 0 && !self.pull(src, tag, comm)? {
-                break;
+            };
+            match unsure {
+                // MPI may still hold an older message of this source.
+                Some(source) => {
+                    checked.push(source);
+                    self.pull(source, abi::ANY_TAG, comm)?;
+                }
+                None if pulled => break,
+                None => {
+                    if !self.pull(src, tag, comm)? {
+                        break;
+                    }
+                    pulled = true;
+                }
             }
         }
         Ok(None)
