@@ -36,9 +36,21 @@
  *      shim may take such a message off the network), then a receive or
  *      probe with MPI_ANY_TAG (and MPI_ANY_SOURCE) must still get A, the
  *      oldest match: through Recv, Irecv+Wait, Iprobe, Mprobe+Mrecv,
- *      Sendrecv, small and large (above the staging threshold).
+ *      Sendrecv, small and large (above the staging threshold);
+ *   8. a completion call that finds nothing complete leaves the status
+ *      alone, every byte of it: Test, Testany, Testsome and Testall with
+ *      flag false (outcount 0) and Request_get_status with flag false, on a
+ *      receive whose message is not sent yet and then (under the knobs) one
+ *      that arrived natively but not yet in virtual time (MPI does not
+ *      define the status then; both MPIs leave it, and the shim must not
+ *      hand out what it has not delivered);
+ *   9. sends pending on a freed communicator (§6.4.3: "any pending
+ *      operations that use this communicator will complete normally"): an
+ *      Isend (small and large) and an Issend whose communicator is freed
+ *      before the Wait, and an Isend whose request and communicator are
+ *      both freed (MPI_Request_free), all deliver.
  * Arguments name the sections to run (freed, partial, error, bottom, comm,
- * reqfree, overtake; all by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
+ * reqfree, overtake, nostatus, commsend; all by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
  * "FAIL p2p_rules rank R: ..." and a non-zero exit. */
 #include "common.h"
 
@@ -513,6 +525,105 @@ static void overtaking(void) {
   }
 }
 
+/* 8. Completion calls with nothing complete leave the status alone. */
+static void untouched(const MPI_Status *st, const char *what, int k) {
+  const unsigned char *p = (const unsigned char *)st;
+  int bad = 0;
+  for (size_t i = 0; i < sizeof *st; i++) bad += p[i] != 0xA5;
+  CHECK(bad == 0, "%s with flag false (message %d) wrote %d bytes of the status", what, k, bad);
+}
+
+static void status_when_incomplete(void) {
+  enum { N = 8192 }; /* 32 KiB: zero-copy in the shim; message 0: 4 ints */
+  static int v[N];
+  for (int k = 0; k < 2; k++) {
+    int n = k ? N : 4, tag = 800 + k, go = 0;
+    if (my_rank == 0) {
+      MPI_OK(MPI_Recv(&go, 1, MPI_INT, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      for (int i = 0; i < n; i++) v[i] = tag + i;
+      MPI_OK(MPI_Send(v, n, MPI_INT, 1, tag, MPI_COMM_WORLD));
+    } else if (my_rank == 1) {
+      MPI_Request r;
+      MPI_Status st[2];
+      int flag = 0, idx = -1, out = -1, seen_false = 0;
+      set_all(v, n, SENT);
+      MPI_OK(MPI_Irecv(v, n, MPI_INT, 0, tag, MPI_COMM_WORLD, &r));
+      for (int round = 0; !flag; round++) {
+        if (round == 3) MPI_OK(MPI_Send(&go, 1, MPI_INT, 0, tag, MPI_COMM_WORLD));
+        memset(st, 0xA5, sizeof st);
+        switch (round % 5) {
+        case 0:
+          MPI_OK(MPI_Test(&r, &flag, &st[0]));
+          if (!flag) untouched(&st[0], "MPI_Test", k);
+          break;
+        case 1:
+          MPI_OK(MPI_Testany(1, &r, &idx, &flag, &st[0]));
+          if (!flag) untouched(&st[0], "MPI_Testany", k);
+          break;
+        case 2:
+          MPI_OK(MPI_Testsome(1, &r, &out, &idx, st));
+          flag = out > 0;
+          if (!flag) untouched(&st[0], "MPI_Testsome", k);
+          break;
+        case 3:
+          MPI_OK(MPI_Testall(1, &r, &flag, st));
+          if (!flag) untouched(&st[0], "MPI_Testall", k);
+          break;
+        case 4:
+          MPI_OK(MPI_Request_get_status(r, &flag, &st[0]));
+          if (!flag) untouched(&st[0], "MPI_Request_get_status", k);
+          if (flag) MPI_OK(MPI_Wait(&r, &st[0]));
+          break;
+        }
+        if (round < 3) CHECK(!flag, "message %d complete before it was sent", k);
+        seen_false += !flag;
+      }
+      CHECK(seen_false >= 3, "message %d: %d calls with flag false", k, seen_false);
+      CHECK(r == MPI_REQUEST_NULL, "message %d: request still active", k);
+      CHECK(st[0].MPI_SOURCE == 0 && st[0].MPI_TAG == tag, "message %d: status (%d, %d)", k,
+            st[0].MPI_SOURCE, st[0].MPI_TAG);
+      for (int i = 0; i < n; i++)
+        CHECK(v[i] == tag + i, "message %d: v[%d] = %d, expected %d", k, i, v[i], tag + i);
+    }
+  }
+}
+
+/* 9. Sends pending on a freed communicator complete normally. */
+static void freed_comm_sends(void) {
+  enum { N = 8192 };
+  static int v[4][N];
+  MPI_Comm c;
+  MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+  if (my_rank == 0) {
+    MPI_Request r[4];
+    for (int j = 0; j < 4; j++)
+      for (int i = 0; i < N; i++) v[j][i] = 1000 * (j + 1) + i;
+    MPI_OK(MPI_Isend(v[0], 4, MPI_INT, 1, 900, c, &r[0]));
+    MPI_OK(MPI_Isend(v[1], N, MPI_INT, 1, 901, c, &r[1]));
+    MPI_OK(MPI_Issend(v[2], N, MPI_INT, 1, 902, c, &r[2]));
+    MPI_OK(MPI_Isend(v[3], 16, MPI_INT, 1, 903, c, &r[3]));
+    MPI_OK(MPI_Request_free(&r[3]));
+    MPI_OK(MPI_Comm_free(&c));
+    CHECK(c == MPI_COMM_NULL, "Comm_free left the handle");
+    MPI_OK(MPI_Waitall(3, r, MPI_STATUSES_IGNORE));
+  } else if (my_rank == 1) {
+    static const int ns[] = {4, N, N, 16};
+    for (int j = 0; j < 4; j++) set_all(v[j], N, SENT);
+    /* Received in reverse order: every send is still pending when its
+     * communicator is freed on rank 0 (the Issend until its receive). */
+    for (int j = 3; j >= 0; j--)
+      MPI_OK(MPI_Recv(v[j], ns[j], MPI_INT, 0, 900 + j, c, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Comm_free(&c));
+    for (int j = 0; j < 4; j++) {
+      int bad = 0;
+      for (int i = 0; i < ns[j]; i++) bad += v[j][i] != 1000 * (j + 1) + i;
+      CHECK(bad == 0, "send %d on a freed communicator: %d of %d ints wrong", j, bad, ns[j]);
+    }
+  } else {
+    MPI_OK(MPI_Comm_free(&c));
+  }
+}
+
 int main(int argc, char **argv) {
   init_common("p2p_rules", &argc, &argv);
   int np;
@@ -533,6 +644,8 @@ int main(int argc, char **argv) {
   SECTION("comm", freed_comm_and_persistent);
   SECTION("reqfree", freed_request);
   SECTION("overtake", overtaking);
+  SECTION("nostatus", status_when_incomplete);
+  SECTION("commsend", freed_comm_sends);
   MPI_Barrier(MPI_COMM_WORLD);
   if (my_rank == 0) printf("p2p_rules: PASS np=%d checks=%ld\n", np, n_checks);
   MPI_Finalize();
