@@ -465,8 +465,10 @@ pub(super) unsafe fn type_size(dt: Datatype) -> u64 {
     if v & NAMED != 0 {
         return v & 0xffff_ffff;
     }
-    let mut s: c_int = 0;
-    PMPI_Type_size(dt, &mut s);
+    // The _x form: a derived type may exceed 2^31-1 bytes (`mpi4`'s
+    // large counts).
+    let mut s: abi::Count = 0;
+    PMPI_Type_size_x(dt, &mut s);
     u64::try_from(s).unwrap_or(0)
 }
 
