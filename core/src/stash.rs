@@ -15,7 +15,8 @@
 //! - a receive or probe with a wildcard tag may match an older message that
 //!   MPI still holds from the stashed match's source (`Pattern::unsure`):
 //!   the shim first takes that source's oldest message inside MPI into the
-//!   stash (`source_to_check`), then the rules above decide. With a specific
+//!   stash (`source_to_check`) when it may be older (`may_be_older`, from
+//!   its tag), then the rules above decide. With a specific
 //!   tag this cannot happen: the probe that stashed a match would have
 //!   found the older one first (MPI matches one source's messages in order).
 //!
@@ -104,6 +105,18 @@ impl<T: Stashed> Stash<T> {
         }
         let m = self.items.iter().find(|m| p.matches(m.envelope()))?;
         Some(m.envelope().source)
+    }
+
+    /// Whether the oldest message MPI still holds from `source` on `comm`,
+    /// of tag `tag`, may be older than what the stash holds from there: not
+    /// when a stashed message from that source has that tag, since the
+    /// probe that took it took the oldest of its tag, and MPI's came after
+    /// it (and after every older stashed message of the source).
+    pub fn may_be_older(&self, comm: usize, source: i32, tag: i32) -> bool {
+        !self.items.iter().any(|m| {
+            let e = m.envelope();
+            e.comm == comm && e.source == source && e.tag == tag
+        })
     }
 
     /// The index of the oldest stashed match of `p` from `source` (the
@@ -308,6 +321,12 @@ mod tests {
         // No match, nothing to check.
         assert_eq!(s.source_to_check(&pat(1, Some(4), None)), None);
         assert_eq!(s.source_to_check(&pat(2, None, None)), None);
+        // MPI's oldest of source 3 has tag 701: maybe older than the stashed
+        // 702. With tag 702 it came after the stashed one.
+        assert!(s.may_be_older(1, 3, 701));
+        assert!(!s.may_be_older(1, 3, 702));
+        assert!(s.may_be_older(2, 3, 702));
+        assert!(s.may_be_older(1, 4, 702));
     }
 
     #[test]

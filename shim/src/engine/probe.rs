@@ -160,8 +160,31 @@ impl Engine {
         abi::SUCCESS
     }
 
-    /// Takes one matching message off the network into the stash, if any.
-    pub(super) unsafe fn pull(&self, src: c_int, tag: c_int, comm: Comm) -> Result<bool, c_int> {
+    /// Before a wildcard-tag receive or probe takes a stashed message of
+    /// `source`: MPI's oldest message of that source joins the stash when
+    /// it may be older (`Stash::may_be_older`), so that the stash's order
+    /// decides (MPI-4.0 §3.5).
+    pub(super) unsafe fn settle(&self, source: c_int, comm: Comm) -> Result<(), c_int> {
+        let mut flag: c_int = 0;
+        let mut st = Status::zeroed();
+        let rc = PMPI_Iprobe(source, abi::ANY_TAG, comm, &mut flag, &mut st);
+        if !ok(rc) {
+            return Err(rc);
+        }
+        if flag != 0 && self.lock().stash.may_be_older(key(comm), source, st.tag()) {
+            self.pull(source, abi::ANY_TAG, comm)?;
+        }
+        Ok(())
+    }
+
+    /// Takes one matching message off the network into the stash, if any;
+    /// says from which source.
+    pub(super) unsafe fn pull(
+        &self,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> Result<Option<c_int>, c_int> {
         let mut flag: c_int = 0;
         let mut msg: Message = self.c.message_null;
         let mut st = Status::zeroed();
@@ -170,10 +193,10 @@ impl Engine {
             return Err(rc);
         }
         if flag == 0 {
-            return Ok(false);
+            return Ok(None);
         }
         if msg == self.c.message_no_proc {
-            return Ok(false);
+            return Ok(None);
         }
         let bytes = status_bytes(&st, self.c.byte);
         let mut v = vec![0u8; bytes];
@@ -218,7 +241,7 @@ impl Engine {
             payload: v,
         }));
         self.stash_len.fetch_add(1, Ordering::Relaxed);
-        Ok(true)
+        Ok(Some(st.source()))
     }
 
     /// Iprobe/Improbe: a message is reported only once it has virtually
@@ -267,14 +290,18 @@ impl Engine {
                 // MPI may still hold an older message of this source.
                 Some(source) => {
                     checked.push(source);
-                    self.pull(source, abi::ANY_TAG, comm)?;
+                    self.settle(source, comm)?;
                 }
                 None if pulled => break,
                 None => {
-                    if !self.pull(src, tag, comm)? {
+                    let Some(source) = self.pull(src, tag, comm)? else {
                         break;
-                    }
+                    };
                     pulled = true;
+                    if tag == abi::ANY_TAG {
+                        // MPI's oldest of its source: nothing older left.
+                        checked.push(source);
+                    }
                 }
             }
         }

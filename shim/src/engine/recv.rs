@@ -29,10 +29,10 @@ impl Engine {
         if self.stash_len.load(Ordering::Relaxed) > 0 {
             let p = pattern(comm, src, tag);
             // A wildcard tag: the stashed match's source may still have an
-            // older message inside MPI; it joins the stash first.
+            // older message inside MPI; it joins the stash first (`settle`).
             let check = self.lock().stash.source_to_check(&p);
             if let Some(source) = check {
-                if let Err(rc) = self.pull(source, abi::ANY_TAG, comm) {
+                if let Err(rc) = self.settle(source, comm) {
                     return rc;
                 }
             }
