@@ -76,10 +76,11 @@ impl Engine {
             std::ptr::copy_nonoverlapping(m.payload.as_ptr(), buf.cast::<u8>(), n);
             return Ok((n, truncated));
         }
+        let (k, t) = self.packed_bytes(n)?;
         let rc = PMPI_Sendrecv(
             m.payload.as_ptr().cast(),
-            as_int(n),
-            self.c.packed,
+            k,
+            t,
             0,
             0,
             buf,
@@ -90,6 +91,7 @@ impl Engine {
             self.self_comm.0,
             status_ignore(),
         );
+        self.free_packed_bytes(t);
         if ok(rc) {
             Ok((n, truncated))
         } else {
@@ -160,6 +162,49 @@ impl Engine {
         abi::SUCCESS
     }
 
+    /// `n` bytes as an `int` count and a datatype: `n` × MPI_PACKED, or
+    /// above 2^31-1 bytes (a message above 2 GiB) one element of a struct
+    /// of 2^30-byte blocks, for `free_packed_bytes`.
+    unsafe fn packed_bytes(&self, n: usize) -> Result<(c_int, Datatype), c_int> {
+        if let Ok(k) = c_int::try_from(n) {
+            return Ok((k, self.c.packed));
+        }
+        const CHUNK: usize = 1 << 30;
+        let mut lens: Vec<c_int> = Vec::new();
+        let mut disps: Vec<abi::Aint> = Vec::new();
+        let mut at = 0;
+        while at < n {
+            let k = (n - at).min(CHUNK);
+            lens.push(as_int(k));
+            disps.push(abi::Aint::try_from(at).unwrap_or(abi::Aint::MAX));
+            at += k;
+        }
+        let types = vec![self.c.packed; lens.len()];
+        let mut t = self.c.packed;
+        let rc = PMPI_Type_create_struct(
+            as_int(lens.len()),
+            lens.as_ptr(),
+            disps.as_ptr(),
+            types.as_ptr(),
+            &mut t,
+        );
+        if !ok(rc) {
+            return Err(rc);
+        }
+        let rc = PMPI_Type_commit(&mut t);
+        if !ok(rc) {
+            PMPI_Type_free(&mut t);
+            return Err(rc);
+        }
+        Ok((1, t))
+    }
+
+    unsafe fn free_packed_bytes(&self, mut t: Datatype) {
+        if t != self.c.packed {
+            PMPI_Type_free(&mut t);
+        }
+    }
+
     /// Before a wildcard-tag receive or probe takes a stashed message of
     /// `source`: MPI's oldest message of that source joins the stash when
     /// it may be older (`Stash::may_be_older`), so that the stash's order
@@ -201,13 +246,9 @@ impl Engine {
         let bytes = status_bytes(&st, self.c.byte);
         let mut v = vec![0u8; bytes];
         let mut st2 = Status::zeroed();
-        let rc = PMPI_Mrecv(
-            v.as_mut_ptr().cast(),
-            as_int(bytes),
-            self.c.packed,
-            &mut msg,
-            &mut st2,
-        );
+        let (k, t) = self.packed_bytes(bytes)?;
+        let rc = PMPI_Mrecv(v.as_mut_ptr().cast(), k, t, &mut msg, &mut st2);
+        self.free_packed_bytes(t);
         if !ok(rc) {
             return Err(rc);
         }
