@@ -13,8 +13,19 @@
 //!   and the neighbour-list statistics identical to the last printed digit.
 //!   At np = 2 every reduction is a sum of two values, which is the same
 //!   in either order, so bit-identical output is the rule, not a tolerance.
+//! - HPCC (`hpcc`, built for Open MPI only), `examples/hpcc/hpccinf.txt`
+//!   (N = 400, NB = 40, a 1 × 2 grid; about a second): in its output file
+//!   `hpccoutf.txt`, every line that states a result identical to the last
+//!   printed digit: HPL's residual line and its PASSED/FAILED counts,
+//!   PTRANS's counts, RandomAccess's "Found N errors" lines, STREAM's
+//!   validation, and in the summary `Success`, HPL's norms, the PTRANS
+//!   residual, the RandomAccess error counts and updates, MPIFFT's maximum
+//!   error. Timings and rates are left out, and so is StarDGEMM's
+//!   "Scaled residual", which differs between native runs (its matrices
+//!   are drawn afresh each run). At np = 2 the reductions are sums of two
+//!   values: bit-identical is the rule.
 //!
-//! `scripts/install-deps.sh` installs both packages.
+//! `scripts/install-deps.sh` installs the three packages.
 //!
 //! Run: `bash scripts/build.sh && cargo test -p loggp --test mpi_apps`
 
@@ -178,4 +189,74 @@ fn lammps_lj_openmpi() {
         "-in", &input, "-var", "x", "0.5", "-var", "y", "0.5", "-var", "z", "0.5", "-log", "none",
     ]);
     compare("lammps in.lj 4000 atoms", job, lammps_text);
+}
+
+/// HPCC's results (see the module) from the last run in `hpccoutf.txt`
+/// (HPCC appends to it).
+fn hpcc_text(file: &Path) -> Result<String, String> {
+    let all = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let start = all
+        .rfind("This is the DARPA/DOE HPC Challenge Benchmark")
+        .ok_or("no HPCC header in hpccoutf.txt")?;
+    if !all[start..].contains("End of HPC Challenge tests.") {
+        return Err("HPCC did not finish".into());
+    }
+    let keys = [
+        "Success",
+        "HPL_RnormI",
+        "HPL_Anorm1",
+        "HPL_AnormI",
+        "HPL_Xnorm1",
+        "HPL_XnormI",
+        "HPL_BnormI",
+        "HPL_N",
+        "PTRANS_residual",
+        "MPIRandomAccess_LCG_Errors",
+        "MPIRandomAccess_LCG_ErrorsFraction",
+        "MPIRandomAccess_LCG_ExeUpdates",
+        "MPIRandomAccess_Errors",
+        "MPIRandomAccess_ErrorsFraction",
+        "MPIRandomAccess_ExeUpdates",
+        "MPIFFT_N",
+        "MPIFFT_maxErr",
+    ];
+    let body = ["Found ", "||Ax-b||", "Solution Validates"];
+    let mut v = Vec::new();
+    let mut summary = false;
+    for line in all[start..].lines() {
+        let line = line.trim();
+        if line.starts_with("Begin of Summary") {
+            summary = true;
+        }
+        let result = if summary {
+            line.split_once('=').is_some_and(|(k, _)| keys.contains(&k))
+        } else {
+            body.iter().any(|b| line.starts_with(b)) || line.contains("residual checks")
+        };
+        if result {
+            v.push(line.to_string());
+        }
+    }
+    if !v.iter().any(|l| l == "Success=1") {
+        return Err("no Success=1 in HPCC's summary".into());
+    }
+    Ok(v.join("\n"))
+}
+
+#[test]
+fn hpcc_openmpi() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hpcc-openmpi");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        common::root().join("examples/hpcc/hpccinf.txt"),
+        dir.join("hpccinf.txt"),
+    )
+    .unwrap();
+    let out = dir.join("hpccoutf.txt");
+    let _ = std::fs::remove_file(&out);
+    compare(
+        "hpcc N=400",
+        Job::external(Mpi::OpenMpi, Path::new("/usr/bin/hpcc")).dir(&dir),
+        |_| hpcc_text(&out),
+    );
 }

@@ -4,7 +4,8 @@
 //! supported"), with `tests/progs/mpi4.c` under MPICH:
 //! - large-count calls (`MPI_Send_c`, `MPI_Recv_c`, `MPI_Isend_c`,
 //!   `MPI_Irecv_c`) mixed with the classic ones keep every byte and status,
-//!   and feel `L` like the classic calls;
+//!   and feel `L` like the classic calls; above 2^31-1 elements
+//!   (`tests/progs/bigc.c`) they deliver every byte and count as natively;
 //! - `MPI_Isendrecv` and `MPI_Isendrecv_replace` work under virtual time
 //!   and every knob, and an Isendrecv exchange feels `L` once, like an
 //!   Isend + Irecv pair.
@@ -41,6 +42,34 @@ fn mpi4_calls_keep_data_mpich() {
         ("LOGGP_G", "1GB/s"),
     ];
     job(Via::Direct, &every, "all").expect_pass("mpi4: PASS");
+}
+
+/// Large-count calls above 2^31-1 elements (2^31 + 8 bytes): natively, at
+/// `LOGGP_VT=on` and with every knob the data and `MPI_Get_count_c` are
+/// whole (the shim once refused them).
+#[test]
+fn large_counts_above_2g_mpich() {
+    let every = [
+        ("LOGGP_L", "2us"),
+        ("LOGGP_O_S", "1us"),
+        ("LOGGP_O_R", "1us"),
+        ("LOGGP_G_S", "3us"),
+        ("LOGGP_G_R", "3us"),
+        ("LOGGP_G", "1GB/s"),
+    ];
+    let on = [("LOGGP_VT", "on")];
+    for (name, via, vars) in [
+        ("native (no shim)", Via::Native, &[][..]),
+        ("shim, LOGGP_VT=on", Via::Direct, &on[..]),
+        ("shim, every knob", Via::Direct, &every[..]),
+    ] {
+        let out = Job::new(Mpi::Mpich, "bigc").via(via).vars(vars).run();
+        assert!(
+            out.success() && out.stdout.contains("bigc: PASS"),
+            "bigc {name}: expected exit 0 and \"bigc: PASS\"\n{}",
+            out.describe()
+        );
+    }
 }
 
 #[test]

@@ -4,12 +4,21 @@
 //!
 //! The rules are MPI's matching rules (MPI-4.0 §3.5, §3.8), on
 //! communicator, source and tag with wildcards:
-//! - a receive takes the oldest stashed message that matches it: messages
-//!   from one source on one communicator are stashed in the order they were
-//!   sent, so this keeps MPI's non-overtaking order;
+//! - a receive takes the oldest stashed message that matches it: of the
+//!   first match's source, the one its sender sent first (`seq`, the
+//!   sender's count of messages, from the header). Stash order is not send
+//!   order: a probe for a specific tag takes a message past older ones of
+//!   other tags, which stay inside MPI;
 //! - a probe at time `now` sees, per source, only the oldest matching
 //!   message (it could not see a later one first), and of those the first
-//!   (in stash order) that has arrived by `now`.
+//!   (in stash order) that has arrived by `now`;
+//! - a receive or probe with a wildcard tag may match an older message that
+//!   MPI still holds from the stashed match's source (`Pattern::unsure`):
+//!   the shim first takes that source's oldest message inside MPI into the
+//!   stash (`source_to_check`) when it may be older (`may_be_older`, from
+//!   its tag), then the rules above decide. With a specific
+//!   tag this cannot happen: the probe that stashed a match would have
+//!   found the older one first (MPI matches one source's messages in order).
 //!
 //! Nothing here knows MPI: communicators are keys, wildcards are `None`.
 
@@ -35,12 +44,27 @@ impl Pattern {
             && self.source.is_none_or(|s| s == e.source)
             && self.tag.is_none_or(|t| t == e.tag)
     }
+
+    /// Whether a stashed match may be younger than a matching message MPI
+    /// still holds from the same source (a wildcard tag: see the module).
+    pub fn unsure(&self) -> bool {
+        self.tag.is_none()
+    }
+}
+
+/// Whether sequence number `a` was sent before `b` (wrapping: the two lie
+/// less than 2^31 messages apart).
+pub fn sent_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
 }
 
 /// A stashed message: its envelope and its virtual arrival time.
 pub trait Stashed {
     fn envelope(&self) -> &Envelope;
     fn arrival(&self) -> u64;
+    /// The sender's sequence number: of two messages from one sender, the
+    /// one sent first has the earlier (`sent_before`).
+    fn seq(&self) -> u32;
 }
 
 /// Stashed messages in the order they were taken off the network.
@@ -72,26 +96,68 @@ impl<T: Stashed> Stash<T> {
         self.items.push(m);
     }
 
+    /// Before a receive for `p` takes from the stash: the source whose
+    /// oldest message inside MPI must join the stash first, because it may
+    /// be older than the stashed match (`Pattern::unsure`).
+    pub fn source_to_check(&self, p: &Pattern) -> Option<i32> {
+        if !p.unsure() {
+            return None;
+        }
+        let m = self.items.iter().find(|m| p.matches(m.envelope()))?;
+        Some(m.envelope().source)
+    }
+
+    /// Whether the oldest message MPI still holds from `source` on `comm`,
+    /// of tag `tag`, may be older than what the stash holds from there: not
+    /// when a stashed message from that source has that tag, since the
+    /// probe that took it took the oldest of its tag, and MPI's came after
+    /// it (and after every older stashed message of the source).
+    pub fn may_be_older(&self, comm: usize, source: i32, tag: i32) -> bool {
+        !self.items.iter().any(|m| {
+            let e = m.envelope();
+            e.comm == comm && e.source == source && e.tag == tag
+        })
+    }
+
+    /// The index of the oldest stashed match of `p` from `source` (the
+    /// first in stash order among equal sequence numbers).
+    fn oldest_of(&self, p: &Pattern, source: i32) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for (i, m) in self.items.iter().enumerate() {
+            let e = m.envelope();
+            if e.source != source || !p.matches(e) {
+                continue;
+            }
+            if best.is_none_or(|b| sent_before(m.seq(), self.items[b].seq())) {
+                best = Some(i);
+            }
+        }
+        best
+    }
+
     /// Removes and returns the message a receive for `p` takes, if any.
     pub fn take_for_recv(&mut self, p: &Pattern) -> Option<T> {
-        let i = self.items.iter().position(|m| p.matches(m.envelope()))?;
+        let first = self.items.iter().find(|m| p.matches(m.envelope()))?;
+        let i = self.oldest_of(p, first.envelope().source)?;
         Some(self.items.remove(i))
     }
 
     /// The message a probe for `p` at `now` reports, if any, with its index
     /// (for `remove`).
     pub fn find_for_probe(&self, p: &Pattern, now: u64) -> Option<(usize, &T)> {
-        let mut blocked: Vec<i32> = Vec::new();
-        for (i, m) in self.items.iter().enumerate() {
+        let mut done: Vec<i32> = Vec::new();
+        for m in &self.items {
             let e = m.envelope();
-            if !p.matches(e) || blocked.contains(&e.source) {
+            if !p.matches(e) || done.contains(&e.source) {
                 continue;
             }
-            if m.arrival() <= now {
-                return Some((i, m));
+            done.push(e.source);
+            // Only the source's oldest match may be seen.
+            let i = self.oldest_of(p, e.source)?;
+            let head = &self.items[i];
+            if head.arrival() <= now {
+                return Some((i, head));
             }
-            // A later message from this source must not be seen first.
-            blocked.push(e.source);
         }
         None
     }
@@ -111,6 +177,7 @@ mod tests {
         e: Envelope,
         a: u64,
         id: u32,
+        seq: u32,
     }
     impl Stashed for M {
         fn envelope(&self) -> &Envelope {
@@ -119,13 +186,21 @@ mod tests {
         fn arrival(&self) -> u64 {
             self.a
         }
+        fn seq(&self) -> u32 {
+            self.seq
+        }
     }
 
+    /// A message stashed in send order (`seq` = `id`).
     fn m(comm: usize, source: i32, tag: i32, a: u64, id: u32) -> M {
+        ms(comm, source, tag, a, id, id)
+    }
+    fn ms(comm: usize, source: i32, tag: i32, a: u64, id: u32, seq: u32) -> M {
         M {
             e: Envelope { comm, source, tag },
             a,
             id,
+            seq,
         }
     }
     fn pat(comm: usize, source: Option<i32>, tag: Option<i32>) -> Pattern {
@@ -221,5 +296,86 @@ mod tests {
         );
         assert_eq!(t.remove(1).id, 2);
         assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn sequence_numbers_wrap() {
+        assert!(sent_before(1, 2));
+        assert!(!sent_before(2, 1));
+        assert!(!sent_before(2, 2));
+        assert!(sent_before(u32::MAX, 0));
+        assert!(!sent_before(0, u32::MAX));
+    }
+
+    #[test]
+    fn only_wildcard_tags_check_inside_mpi() {
+        let mut s = Stash::default();
+        assert_eq!(s.source_to_check(&pat(1, None, None)), None);
+        s.push(m(1, 3, 702, 0, 1));
+        // A specific tag: the stashed match is the oldest of its tag.
+        assert_eq!(s.source_to_check(&pat(1, Some(3), Some(702))), None);
+        assert_eq!(s.source_to_check(&pat(1, None, Some(702))), None);
+        // A wildcard tag: source 3 may hold an older message of another tag.
+        assert_eq!(s.source_to_check(&pat(1, Some(3), None)), Some(3));
+        assert_eq!(s.source_to_check(&pat(1, None, None)), Some(3));
+        // No match, nothing to check.
+        assert_eq!(s.source_to_check(&pat(1, Some(4), None)), None);
+        assert_eq!(s.source_to_check(&pat(2, None, None)), None);
+        // MPI's oldest of source 3 has tag 701: maybe older than the stashed
+        // 702. With tag 702 it came after the stashed one.
+        assert!(s.may_be_older(1, 3, 701));
+        assert!(!s.may_be_older(1, 3, 702));
+        assert!(s.may_be_older(2, 3, 702));
+        assert!(s.may_be_older(1, 4, 702));
+    }
+
+    #[test]
+    fn receives_follow_send_order_not_stash_order() {
+        // Source 0 sent tags 700, 701, 702 (seq 10, 11, 12); probes for 702
+        // then 701 stashed those first; a wildcard receive then pulled 700.
+        let mut s = Stash::default();
+        s.push(ms(1, 0, 702, 0, 1, 12));
+        s.push(ms(1, 1, 5, 0, 2, 99));
+        s.push(ms(1, 0, 701, 0, 3, 11));
+        s.push(ms(1, 0, 700, 0, 4, 10));
+        assert_eq!(s.take_for_recv(&pat(1, Some(0), None)).unwrap().id, 4);
+        // ANY_SOURCE: the first match's source (0), its oldest message.
+        assert_eq!(s.take_for_recv(&pat(1, None, None)).unwrap().id, 3);
+        // A specific tag is not held back by other tags.
+        assert_eq!(s.take_for_recv(&pat(1, None, Some(5))).unwrap().id, 2);
+        assert_eq!(s.take_for_recv(&pat(1, None, None)).unwrap().id, 1);
+        assert!(s.is_empty());
+        // Across the wrap of the sender's count.
+        s.push(ms(1, 0, 1, 0, 1, 0));
+        s.push(ms(1, 0, 2, 0, 2, u32::MAX));
+        assert_eq!(s.take_for_recv(&pat(1, None, None)).unwrap().id, 2);
+    }
+
+    #[test]
+    fn probes_see_a_source_oldest_message_by_send_order() {
+        let mut s = Stash::default();
+        s.push(ms(1, 0, 702, 100, 1, 12));
+        s.push(ms(1, 0, 700, 300, 2, 10));
+        s.push(ms(1, 1, 5, 200, 3, 1));
+        // Tag 700 was sent first: until it arrives, source 0 shows nothing.
+        assert_eq!(
+            s.find_for_probe(&pat(1, Some(0), None), 250)
+                .map(|(i, _)| i),
+            None
+        );
+        assert_eq!(
+            s.find_for_probe(&pat(1, None, None), 250).map(|(i, _)| i),
+            Some(2)
+        );
+        assert_eq!(
+            s.find_for_probe(&pat(1, None, None), 300).map(|(i, _)| i),
+            Some(1)
+        );
+        // A probe for tag 702 itself sees it.
+        assert_eq!(
+            s.find_for_probe(&pat(1, Some(0), Some(702)), 250)
+                .map(|(i, _)| i),
+            Some(0)
+        );
     }
 }

@@ -932,9 +932,10 @@ static DRIFT_LOG: OnceLock<(u64, usize, bool)> = OnceLock::new();
 
 /// The wire format's version: 2 since departures travel as stamps
 /// (`loggp_core::clocks::Stamp`); 5 since the header is 32 bytes and names
-/// the sender, carries the drawn L and the hand-off lag. Ranks of
-/// different builds must agree.
-const WIRE: u32 = 5;
+/// the sender, carries the drawn L and the hand-off lag; 6 since it
+/// carries the sender's sequence number. Ranks of different builds must
+/// agree.
+const WIRE: u32 = 6;
 
 /// What must agree across ranks about the shim's build.
 fn build_id() -> String {

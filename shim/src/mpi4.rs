@@ -4,8 +4,11 @@
 //! through the engine or, where the shim cannot emulate it yet, refused with
 //! one line while virtual time is on. With virtual time off all pass through.
 //!
-//! Large-count (`_c`) calls whose count fits in an `int` use the engine's
-//! ordinary path; larger counts are refused. `MPI_Isendrecv(_replace)_c`
+//! Large-count (`_c`) calls go through the engine's ordinary path: a count
+//! that fits in an `int` as it is, a larger one as one element of a
+//! temporary datatype of `count` consecutive elements (`as_int`), freed
+//! once the call returns (an operation pending on a freed datatype
+//! completes normally, MPI-4.0 §5.1.9, and the engine keeps to that). `MPI_Isendrecv(_replace)_c`
 //! are an Isend + Irecv pair of the engine's under one request (`coll::nb`);
 //! the `int` forms are in `later.rs`, for Open MPI 5 too.
 //! Partitioned communication is refused.
@@ -30,6 +33,75 @@ fn small(n: Count) -> Option<c_int> {
     c_int::try_from(n).ok()
 }
 
+/// `count × dt` as an `int` count and a datatype: as they are when the
+/// count fits, else 1 × a struct of blocks of 2^30 elements of `dt` laid
+/// end to end (the same type map as `count × dt`; only `int` calls, which
+/// both MPIs have), which `release` frees.
+unsafe fn as_int(count: Count, dt: Datatype) -> Result<(c_int, Datatype, bool), c_int> {
+    if let Some(n) = small(count) {
+        return Ok((n, dt, false));
+    }
+    const CHUNK: Count = 1 << 30;
+    let (mut lb, mut ext): (abi::Aint, abi::Aint) = (0, 0);
+    let rc = real::PMPI_Type_get_extent(dt, &mut lb, &mut ext);
+    if rc != abi::SUCCESS {
+        return Err(rc);
+    }
+    // Beyond any memory: the casts below cannot truncate under this.
+    if count > 1 << 50 {
+        return Err(refuse("a large-count call with a count above 2^50"));
+    }
+    let mut lens: Vec<c_int> = Vec::new();
+    let mut disps: Vec<abi::Aint> = Vec::new();
+    let mut left = count;
+    #[allow(clippy::cast_possible_truncation)]
+    while left > 0 {
+        let n = left.min(CHUNK);
+        disps.push((count - left) as abi::Aint * ext);
+        lens.push(n as c_int);
+        left -= n;
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let blocks = lens.len() as c_int;
+    let types = vec![dt; lens.len()];
+    let mut t = dt;
+    let rc = real::PMPI_Type_create_struct(
+        blocks,
+        lens.as_ptr(),
+        disps.as_ptr(),
+        types.as_ptr(),
+        &mut t,
+    );
+    if rc != abi::SUCCESS {
+        return Err(rc);
+    }
+    let rc = real::PMPI_Type_commit(&mut t);
+    if rc != abi::SUCCESS {
+        real::PMPI_Type_free(&mut t);
+        return Err(rc);
+    }
+    Ok((1, t, true))
+}
+
+/// Frees a datatype `as_int` made.
+unsafe fn release(mut t: Datatype, made: bool) {
+    if made {
+        real::PMPI_Type_free(&mut t);
+    }
+}
+
+/// Runs `f` with `count × dt` as an `int` count and a datatype.
+unsafe fn with_int(count: Count, dt: Datatype, f: impl FnOnce(c_int, Datatype) -> c_int) -> c_int {
+    match as_int(count, dt) {
+        Ok((n, t, made)) => {
+            let rc = f(n, t);
+            release(t, made);
+            rc
+        }
+        Err(rc) => rc,
+    }
+}
+
 macro_rules! send_c {
     ($name:ident, $real:ident, $mode:expr) => {
         mpi_fn!($name / $real (
@@ -43,10 +115,7 @@ macro_rules! send_c {
             if !active() || dest == abi::PROC_NULL {
                 return real::$real(buf, count, dt, dest, tag, comm);
             }
-            match small(count) {
-                Some(n) => engine::get().send($mode, buf, n, dt, dest, tag, comm),
-                None => refuse(concat!(stringify!($name), " with a count above 2^31-1")),
-            }
+            with_int(count, dt, |n, t| engine::get().send($mode, buf, n, t, dest, tag, comm))
         });
     };
 }
@@ -69,10 +138,7 @@ macro_rules! isend_c {
             if !active() || dest == abi::PROC_NULL {
                 return real::$real(buf, count, dt, dest, tag, comm, req);
             }
-            match small(count) {
-                Some(n) => engine::get().$method($mode, buf, n, dt, dest, tag, comm, req),
-                None => refuse(concat!(stringify!($name), " with a count above 2^31-1")),
-            }
+            with_int(count, dt, |n, t| engine::get().$method($mode, buf, n, t, dest, tag, comm, req))
         });
     };
 }
@@ -105,10 +171,7 @@ mpi_fn!(MPI_Recv_c / PMPI_Recv_c (buf: *mut c_void,
     if !active() || src == abi::PROC_NULL {
         return real::PMPI_Recv_c(buf, count, dt, src, tag, comm, st);
     }
-    match small(count) {
-        Some(n) => engine::get().recv(buf, n, dt, src, tag, comm, None, st),
-        None => refuse("MPI_Recv_c with a count above 2^31-1"),
-    }
+    with_int(count, dt, |n, t| engine::get().recv(buf, n, t, src, tag, comm, None, st))
 });
 
 mpi_fn!(MPI_Irecv_c / PMPI_Irecv_c (buf: *mut c_void,
@@ -121,10 +184,9 @@ mpi_fn!(MPI_Irecv_c / PMPI_Irecv_c (buf: *mut c_void,
     if !active() || src == abi::PROC_NULL {
         return real::PMPI_Irecv_c(buf, count, dt, src, tag, comm, req);
     }
-    match small(count) {
-        Some(n) => engine::get().recv(buf, n, dt, src, tag, comm, Some(req), std::ptr::null_mut()),
-        None => refuse("MPI_Irecv_c with a count above 2^31-1"),
-    }
+    with_int(count, dt, |n, t| {
+        engine::get().recv(buf, n, t, src, tag, comm, Some(req), std::ptr::null_mut())
+    })
 });
 
 mpi_fn!(MPI_Recv_init_c / PMPI_Recv_init_c (buf: *mut c_void,
@@ -137,10 +199,7 @@ mpi_fn!(MPI_Recv_init_c / PMPI_Recv_init_c (buf: *mut c_void,
     if !active() || src == abi::PROC_NULL {
         return real::PMPI_Recv_init_c(buf, count, dt, src, tag, comm, req);
     }
-    match small(count) {
-        Some(n) => engine::get().recv_init(buf, n, dt, src, tag, comm, req),
-        None => refuse("MPI_Recv_init_c with a count above 2^31-1"),
-    }
+    with_int(count, dt, |n, t| engine::get().recv_init(buf, n, t, src, tag, comm, req))
 });
 
 mpi_fn!(MPI_Sendrecv_c / PMPI_Sendrecv_c (sbuf: *const c_void,
@@ -160,12 +219,11 @@ mpi_fn!(MPI_Sendrecv_c / PMPI_Sendrecv_c (sbuf: *const c_void,
             sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, st,
         );
     }
-    match (small(scount), small(rcount)) {
-        (Some(s), Some(r)) => {
+    with_int(scount, sdt, |s, sdt| {
+        with_int(rcount, rdt, |r, rdt| {
             engine::get().sendrecv(sbuf, s, sdt, dest, stag, rbuf, r, rdt, src, rtag, comm, st)
-        }
-        _ => refuse("MPI_Sendrecv_c with a count above 2^31-1"),
-    }
+        })
+    })
 });
 
 mpi_fn!(MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c (buf: *mut c_void,
@@ -180,10 +238,9 @@ mpi_fn!(MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c (buf: *mut c_void,
     if !active() || (dest == abi::PROC_NULL && src == abi::PROC_NULL) {
         return real::PMPI_Sendrecv_replace_c(buf, count, dt, dest, stag, src, rtag, comm, st);
     }
-    match small(count) {
-        Some(n) => engine::get().sendrecv_replace(buf, n, dt, dest, stag, src, rtag, comm, st),
-        None => refuse("MPI_Sendrecv_replace_c with a count above 2^31-1"),
-    }
+    with_int(count, dt, |n, t| {
+        engine::get().sendrecv_replace(buf, n, t, dest, stag, src, rtag, comm, st)
+    })
 });
 
 mpi_fn!(MPI_Mrecv_c / PMPI_Mrecv_c (buf: *mut c_void,
@@ -192,10 +249,13 @@ mpi_fn!(MPI_Mrecv_c / PMPI_Mrecv_c (buf: *mut c_void,
     msg: *mut Message,
     st: *mut Status,) {
     if active() {
-        let Some(n) = small(count) else {
-            return refuse("MPI_Mrecv_c with a count above 2^31-1");
+        let (n, t, made) = match as_int(count, dt) {
+            Ok(v) => v,
+            Err(rc) => return rc,
         };
-        if let Some(rc) = engine::get().mrecv(buf, n, dt, msg, None, st) {
+        let done = engine::get().mrecv(buf, n, t, msg, None, st);
+        release(t, made);
+        if let Some(rc) = done {
             return rc;
         }
     }
@@ -208,10 +268,13 @@ mpi_fn!(MPI_Imrecv_c / PMPI_Imrecv_c (buf: *mut c_void,
     msg: *mut Message,
     req: *mut Request,) {
     if active() {
-        let Some(n) = small(count) else {
-            return refuse("MPI_Imrecv_c with a count above 2^31-1");
+        let (n, t, made) = match as_int(count, dt) {
+            Ok(v) => v,
+            Err(rc) => return rc,
         };
-        if let Some(rc) = engine::get().mrecv(buf, n, dt, msg, Some(req), std::ptr::null_mut()) {
+        let done = engine::get().mrecv(buf, n, t, msg, Some(req), std::ptr::null_mut());
+        release(t, made);
+        if let Some(rc) = done {
             return rc;
         }
     }
@@ -235,12 +298,13 @@ mpi_fn!(MPI_Isendrecv_c / PMPI_Isendrecv_c (sbuf: *const c_void,
             sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, req,
         );
     }
-    match (small(scount), small(rcount)) {
-        (Some(s), Some(r)) => engine::get().isendrecv(
-            sbuf, s, sdt, dest, stag, rbuf, r, rdt, src, rtag, comm, Vec::new(), req,
-        ),
-        _ => refuse("MPI_Isendrecv_c with a count above 2^31-1"),
-    }
+    with_int(scount, sdt, |s, sdt| {
+        with_int(rcount, rdt, |r, rdt| {
+            engine::get().isendrecv(
+                sbuf, s, sdt, dest, stag, rbuf, r, rdt, src, rtag, comm, Vec::new(), req,
+            )
+        })
+    })
 });
 
 mpi_fn!(MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c (buf: *mut c_void,
@@ -255,10 +319,9 @@ mpi_fn!(MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c (buf: *mut c_void,
     if !active() {
         return real::PMPI_Isendrecv_replace_c(buf, count, dt, dest, stag, src, rtag, comm, req);
     }
-    match small(count) {
-        Some(n) => engine::get().isendrecv_replace(buf, n, dt, dest, stag, src, rtag, comm, req),
-        None => refuse("MPI_Isendrecv_replace_c with a count above 2^31-1"),
-    }
+    with_int(count, dt, |n, t| {
+        engine::get().isendrecv_replace(buf, n, t, dest, stag, src, rtag, comm, req)
+    })
 });
 
 mpi_fn!(MPI_Psend_init / PMPI_Psend_init (buf: *const c_void,

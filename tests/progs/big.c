@@ -1,9 +1,11 @@
 /* big.c: a message above 2 GiB (MPI-4.0 §3.2.5, §5.1.11): rank 0 sends
  * 270 000 000 long long (2.16 GB) to rank 1 with MPI_Send, then with
- * MPI_Isend. Expects: the data arrives whole (every 4096th element and the
- * last checked); MPI_Get_count in long long says 270 000 000, in bytes
+ * MPI_Isend, then with MPI_Send again, which rank 1 first probes (MPI_Probe:
+ * the shim takes such a message off the network) and then receives.
+ * Expects: the data arrives whole (every 4096th element and the last
+ * checked); MPI_Get_count in long long says 270 000 000, in bytes
  * MPI_UNDEFINED (the count does not fit an int); MPI_Get_elements_x in
- * bytes says 2 160 000 000. Other ranks only join the barrier.
+ * bytes says 2 160 000 000; the same counts from the probe's status. Other ranks only join the barrier.
  * Rank 0 prints "big: PASS np=N checks=C"; on failure a line
  * "FAIL big rank R: ..." and a non-zero exit. Needs about 2.2 GB of memory
  * per taking part rank. */
@@ -18,11 +20,11 @@ int main(int argc, char **argv) {
   if (my_rank < 2) {
     long long *b = malloc(sizeof(long long) * (size_t)N);
     CHECK(b, "cannot allocate %ld long long", N);
-    for (int round = 0; round < 2; round++) {
+    for (int round = 0; round < 3; round++) {
       if (my_rank == 0) {
         for (long i = 0; i < N; i++) b[i] = i * 3 + round;
-        if (round == 0) {
-          MPI_OK(MPI_Send(b, (int)N, MPI_LONG_LONG, 1, 7, MPI_COMM_WORLD));
+        if (round != 1) {
+          MPI_OK(MPI_Send(b, (int)N, MPI_LONG_LONG, 1, 7 + round, MPI_COMM_WORLD));
         } else {
           MPI_Request r;
           MPI_OK(MPI_Isend(b, (int)N, MPI_LONG_LONG, 1, 8, MPI_COMM_WORLD, &r));
@@ -31,8 +33,14 @@ int main(int argc, char **argv) {
       } else {
         MPI_Status st;
         b[0] = b[N - 1] = -1;
-        if (round == 0) {
-          MPI_OK(MPI_Recv(b, (int)N, MPI_LONG_LONG, 0, 7, MPI_COMM_WORLD, &st));
+        if (round == 2) {
+          int pc = -1;
+          MPI_OK(MPI_Probe(0, 9, MPI_COMM_WORLD, &st));
+          MPI_OK(MPI_Get_count(&st, MPI_LONG_LONG, &pc));
+          CHECK(pc == (int)N, "round 2: MPI_Get_count after MPI_Probe = %d", pc);
+        }
+        if (round != 1) {
+          MPI_OK(MPI_Recv(b, (int)N, MPI_LONG_LONG, 0, 7 + round, MPI_COMM_WORLD, &st));
         } else {
           MPI_Request r;
           MPI_OK(MPI_Irecv(b, (int)N, MPI_LONG_LONG, 0, 8, MPI_COMM_WORLD, &r));

@@ -30,9 +30,27 @@
  *      Send_init, Bsend_init and Recv_init whose vector datatype was freed
  *      right after creation deliver it at every Start;
  *   6. a receive whose request was freed while active (MPI_Request_free)
- *      still delivers its data.
+ *      still delivers its data;
+ *   7. non-overtaking past a probe (§3.5, §3.8.1): rank 0 sends tags A, B
+ *      (and C) in that order; rank 1 probes for the later tag(s) first (the
+ *      shim may take such a message off the network), then a receive or
+ *      probe with MPI_ANY_TAG (and MPI_ANY_SOURCE) must still get A, the
+ *      oldest match: through Recv, Irecv+Wait, Iprobe, Mprobe+Mrecv,
+ *      Sendrecv, small and large (above the staging threshold);
+ *   8. a completion call that finds nothing complete leaves the status
+ *      alone, every byte of it: Test, Testany, Testsome and Testall with
+ *      flag false (outcount 0) and Request_get_status with flag false, on a
+ *      receive whose message is not sent yet and then (under the knobs) one
+ *      that arrived natively but not yet in virtual time (MPI does not
+ *      define the status then; both MPIs leave it, and the shim must not
+ *      hand out what it has not delivered);
+ *   9. sends pending on a freed communicator (§6.4.3: "any pending
+ *      operations that use this communicator will complete normally"): an
+ *      Isend (small and large) and an Issend whose communicator is freed
+ *      before the Wait, and an Isend whose request and communicator are
+ *      both freed (MPI_Request_free), all deliver.
  * Arguments name the sections to run (freed, partial, error, bottom, comm,
- * reqfree; all by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
+ * reqfree, overtake, nostatus, commsend; all by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
  * "FAIL p2p_rules rank R: ..." and a non-zero exit. */
 #include "common.h"
 
@@ -418,6 +436,194 @@ static void freed_request(void) {
       CHECK(v[i] == 600 + i, "receive freed while active: v[%d] = %d", i, v[i]);
 }
 
+/* 7. A probe for a later tag must not let a wildcard receive overtake the
+ * older message (MPI-4.0 §3.5: "if a sender sends two messages in
+ * succession to the same destination, and both match the same receive,
+ * then this operation cannot receive the second message if the first one
+ * is still pending"). Tags 700 + 10*way + {0, 1, 2} = A, B, C; each message
+ * holds n ints tag*1000+i. */
+static void check_msg(const int *b, int n, const MPI_Status *st, int want_tag, const char *what,
+                      int way, int n_sent) {
+  CHECK(st->MPI_SOURCE == 0 && st->MPI_TAG == want_tag,
+        "overtake way=%d n=%d %s: got source %d tag %d, expected tag %d (the oldest)", way,
+        n_sent, what, st->MPI_SOURCE, st->MPI_TAG, want_tag);
+  int bad = 0;
+  for (int i = 0; i < n; i++) bad += b[i] != st->MPI_TAG * 1000 + i;
+  CHECK(bad == 0, "overtake way=%d n=%d %s: %d of %d ints wrong", way, n_sent, what, bad, n);
+}
+
+static void overtaking(void) {
+  static const int ns[] = {4, 8192}; /* 16 B staged, 32 KiB zero-copy */
+  enum { WAYS = 8 };
+  for (int k = 0; k < 2; k++) {
+    int n = ns[k];
+    int *b = malloc(sizeof(int) * (size_t)n * 3);
+    for (int way = 0; way < WAYS; way++) {
+      int a = 700 + 10 * way, three = way == 7;
+      if (my_rank == 0) {
+        MPI_Request r[3];
+        int nm = three ? 3 : 2;
+        for (int j = 0; j < nm; j++) {
+          for (int i = 0; i < n; i++) b[j * n + i] = (a + j) * 1000 + i;
+          MPI_OK(MPI_Isend(b + j * n, n, MPI_INT, 1, a + j, MPI_COMM_WORLD, &r[j]));
+        }
+        MPI_OK(MPI_Waitall(nm, r, MPI_STATUSES_IGNORE));
+      } else if (my_rank == 1) {
+        MPI_Status st;
+        MPI_Message m = MPI_MESSAGE_NULL, m2;
+        int flag = 0;
+        set_all(b, n, SENT);
+        if (way == 4)
+          MPI_OK(MPI_Mprobe(0, a + 1, MPI_COMM_WORLD, &m, &st));
+        else
+          MPI_OK(MPI_Probe(0, a + 1, MPI_COMM_WORLD, &st));
+        if (three) MPI_OK(MPI_Probe(0, a + 2, MPI_COMM_WORLD, &st));
+        switch (way) {
+        case 0: case 4: case 7:
+          MPI_OK(MPI_Recv(b, n, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+          break;
+        case 1:
+          MPI_OK(MPI_Recv(b, n, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+          break;
+        case 2: {
+          MPI_Request r;
+          MPI_OK(MPI_Irecv(b, n, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &r));
+          MPI_OK(MPI_Wait(&r, &st));
+          break;
+        }
+        case 3:
+          do MPI_OK(MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st));
+          while (!flag);
+          CHECK(st.MPI_TAG == a, "overtake way=3 n=%d: Iprobe(ANY_TAG) saw tag %d, expected %d",
+                n, st.MPI_TAG, a);
+          MPI_OK(MPI_Recv(b, n, MPI_INT, 0, st.MPI_TAG, MPI_COMM_WORLD, &st));
+          break;
+        case 5:
+          MPI_OK(MPI_Mprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &m2, &st));
+          MPI_OK(MPI_Mrecv(b, n, MPI_INT, &m2, &st));
+          break;
+        case 6:
+          MPI_OK(MPI_Sendrecv(NULL, 0, MPI_INT, MPI_PROC_NULL, 0, b, n, MPI_INT, 0, MPI_ANY_TAG,
+                              MPI_COMM_WORLD, &st));
+          break;
+        }
+        check_msg(b, n, &st, a, "first wildcard receive", way, n);
+        /* The rest, in order. */
+        set_all(b, n, SENT);
+        if (way == 4)
+          MPI_OK(MPI_Mrecv(b, n, MPI_INT, &m, &st));
+        else
+          MPI_OK(MPI_Recv(b, n, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+        check_msg(b, n, &st, a + 1, "second receive", way, n);
+        if (three) {
+          MPI_OK(MPI_Recv(b, n, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+          check_msg(b, n, &st, a + 2, "third receive", way, n);
+        }
+      }
+    }
+    free(b);
+  }
+}
+
+/* 8. Completion calls with nothing complete leave the status alone. */
+static void untouched(const MPI_Status *st, const char *what, int k) {
+  const unsigned char *p = (const unsigned char *)st;
+  int bad = 0;
+  for (size_t i = 0; i < sizeof *st; i++) bad += p[i] != 0xA5;
+  CHECK(bad == 0, "%s with flag false (message %d) wrote %d bytes of the status", what, k, bad);
+}
+
+static void status_when_incomplete(void) {
+  enum { N = 8192 }; /* 32 KiB: zero-copy in the shim; message 0: 4 ints */
+  static int v[N];
+  for (int k = 0; k < 2; k++) {
+    int n = k ? N : 4, tag = 800 + k, go = 0;
+    if (my_rank == 0) {
+      MPI_OK(MPI_Recv(&go, 1, MPI_INT, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      for (int i = 0; i < n; i++) v[i] = tag + i;
+      MPI_OK(MPI_Send(v, n, MPI_INT, 1, tag, MPI_COMM_WORLD));
+    } else if (my_rank == 1) {
+      MPI_Request r;
+      MPI_Status st[2];
+      int flag = 0, idx = -1, out = -1, seen_false = 0;
+      set_all(v, n, SENT);
+      MPI_OK(MPI_Irecv(v, n, MPI_INT, 0, tag, MPI_COMM_WORLD, &r));
+      for (int round = 0; !flag; round++) {
+        if (round == 3) MPI_OK(MPI_Send(&go, 1, MPI_INT, 0, tag, MPI_COMM_WORLD));
+        memset(st, 0xA5, sizeof st);
+        switch (round % 5) {
+        case 0:
+          MPI_OK(MPI_Test(&r, &flag, &st[0]));
+          if (!flag) untouched(&st[0], "MPI_Test", k);
+          break;
+        case 1:
+          MPI_OK(MPI_Testany(1, &r, &idx, &flag, &st[0]));
+          if (!flag) untouched(&st[0], "MPI_Testany", k);
+          break;
+        case 2:
+          MPI_OK(MPI_Testsome(1, &r, &out, &idx, st));
+          flag = out > 0;
+          if (!flag) untouched(&st[0], "MPI_Testsome", k);
+          break;
+        case 3:
+          MPI_OK(MPI_Testall(1, &r, &flag, st));
+          if (!flag) untouched(&st[0], "MPI_Testall", k);
+          break;
+        case 4:
+          MPI_OK(MPI_Request_get_status(r, &flag, &st[0]));
+          if (!flag) untouched(&st[0], "MPI_Request_get_status", k);
+          if (flag) MPI_OK(MPI_Wait(&r, &st[0]));
+          break;
+        }
+        if (round < 3) CHECK(!flag, "message %d complete before it was sent", k);
+        seen_false += !flag;
+      }
+      CHECK(seen_false >= 3, "message %d: %d calls with flag false", k, seen_false);
+      CHECK(r == MPI_REQUEST_NULL, "message %d: request still active", k);
+      CHECK(st[0].MPI_SOURCE == 0 && st[0].MPI_TAG == tag, "message %d: status (%d, %d)", k,
+            st[0].MPI_SOURCE, st[0].MPI_TAG);
+      for (int i = 0; i < n; i++)
+        CHECK(v[i] == tag + i, "message %d: v[%d] = %d, expected %d", k, i, v[i], tag + i);
+    }
+  }
+}
+
+/* 9. Sends pending on a freed communicator complete normally. */
+static void freed_comm_sends(void) {
+  enum { N = 8192 };
+  static int v[4][N];
+  MPI_Comm c;
+  MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+  if (my_rank == 0) {
+    MPI_Request r[4];
+    for (int j = 0; j < 4; j++)
+      for (int i = 0; i < N; i++) v[j][i] = 1000 * (j + 1) + i;
+    MPI_OK(MPI_Isend(v[0], 4, MPI_INT, 1, 900, c, &r[0]));
+    MPI_OK(MPI_Isend(v[1], N, MPI_INT, 1, 901, c, &r[1]));
+    MPI_OK(MPI_Issend(v[2], N, MPI_INT, 1, 902, c, &r[2]));
+    MPI_OK(MPI_Isend(v[3], 16, MPI_INT, 1, 903, c, &r[3]));
+    MPI_OK(MPI_Request_free(&r[3]));
+    MPI_OK(MPI_Comm_free(&c));
+    CHECK(c == MPI_COMM_NULL, "Comm_free left the handle");
+    MPI_OK(MPI_Waitall(3, r, MPI_STATUSES_IGNORE));
+  } else if (my_rank == 1) {
+    static const int ns[] = {4, N, N, 16};
+    for (int j = 0; j < 4; j++) set_all(v[j], N, SENT);
+    /* Received in reverse order: every send is still pending when its
+     * communicator is freed on rank 0 (the Issend until its receive). */
+    for (int j = 3; j >= 0; j--)
+      MPI_OK(MPI_Recv(v[j], ns[j], MPI_INT, 0, 900 + j, c, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Comm_free(&c));
+    for (int j = 0; j < 4; j++) {
+      int bad = 0;
+      for (int i = 0; i < ns[j]; i++) bad += v[j][i] != 1000 * (j + 1) + i;
+      CHECK(bad == 0, "send %d on a freed communicator: %d of %d ints wrong", j, bad, ns[j]);
+    }
+  } else {
+    MPI_OK(MPI_Comm_free(&c));
+  }
+}
+
 int main(int argc, char **argv) {
   init_common("p2p_rules", &argc, &argv);
   int np;
@@ -437,6 +643,9 @@ int main(int argc, char **argv) {
   SECTION("bottom", bottom);
   SECTION("comm", freed_comm_and_persistent);
   SECTION("reqfree", freed_request);
+  SECTION("overtake", overtaking);
+  SECTION("nostatus", status_when_incomplete);
+  SECTION("commsend", freed_comm_sends);
   MPI_Barrier(MPI_COMM_WORLD);
   if (my_rank == 0) printf("p2p_rules: PASS np=%d checks=%ld\n", np, n_checks);
   MPI_Finalize();

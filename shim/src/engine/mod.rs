@@ -4,12 +4,13 @@
 //! # Wire format (only while virtual time is on)
 //! Every application message carries a 32-byte header *inside the same
 //! message*, before the payload: `[magic u32][src u32][d u64][l u64][lag
-//! u32][unused u32]`, where `d` is the sender's virtual departure (across
+//! u32][seq u32]`, where `d` is the sender's virtual departure (across
 //! hosts a stamp, in the job's reference time base), `src` its rank in
 //! MPI_COMM_WORLD (for the knobs of the pair, `loggp_core::target`), `l`
 //! the message's drawn L (`LOGGP_L_DIST`, `loggp_core::dist`) and `lag` how
 //! long before `d` the message was handed to MPI (what the receiver learns
-//! the clocks' drift from). Travelling in the same message makes
+//! the clocks' drift from), `seq` the sender's count of messages (send
+//! order, for the probe stash). Travelling in the same message makes
 //! the header's association with its data immune to matching order,
 //! wildcards and completion order. Two equivalent encodings produce the same
 //! bytes on the wire, and the receiver chooses independently of the sender:
@@ -416,8 +417,10 @@ pub(super) unsafe fn type_size(dt: Datatype) -> u64 {
     if v & NAMED != 0 {
         return v & 0xffff_ffff;
     }
-    let mut s: c_int = 0;
-    PMPI_Type_size(dt, &mut s);
+    // The _x form: a derived type may exceed 2^31-1 bytes (`mpi4`'s
+    // large counts).
+    let mut s: abi::Count = 0;
+    PMPI_Type_size_x(dt, &mut s);
     u64::try_from(s).unwrap_or(0)
 }
 

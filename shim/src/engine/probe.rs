@@ -18,6 +18,8 @@ pub struct Stashed {
     pub(super) l: u64,
     /// Virtual arrival, from `d` (fixed once the message is here).
     pub(super) arrival: u64,
+    /// The sender's sequence number, from the header.
+    pub(super) seq: u32,
     pub(super) payload: Vec<u8>,
 }
 
@@ -27,6 +29,9 @@ impl loggp_core::stash::Stashed for Box<Stashed> {
     }
     fn arrival(&self) -> u64 {
         self.arrival
+    }
+    fn seq(&self) -> u32 {
+        self.seq
     }
 }
 
@@ -71,10 +76,11 @@ impl Engine {
             std::ptr::copy_nonoverlapping(m.payload.as_ptr(), buf.cast::<u8>(), n);
             return Ok((n, truncated));
         }
+        let (k, t) = self.packed_bytes(n)?;
         let rc = PMPI_Sendrecv(
             m.payload.as_ptr().cast(),
-            as_int(n),
-            self.c.packed,
+            k,
+            t,
             0,
             0,
             buf,
@@ -85,6 +91,7 @@ impl Engine {
             self.self_comm.0,
             status_ignore(),
         );
+        self.free_packed_bytes(t);
         if ok(rc) {
             Ok((n, truncated))
         } else {
@@ -156,8 +163,74 @@ impl Engine {
         abi::SUCCESS
     }
 
-    /// Takes one matching message off the network into the stash, if any.
-    pub(super) unsafe fn pull(&self, src: c_int, tag: c_int, comm: Comm) -> Result<bool, c_int> {
+    /// `n` bytes as an `int` count and a datatype: `n` × MPI_PACKED, or
+    /// above 2^31-1 bytes (a message above 2 GiB) one element of a struct
+    /// of 2^30-byte blocks, for `free_packed_bytes`.
+    unsafe fn packed_bytes(&self, n: usize) -> Result<(c_int, Datatype), c_int> {
+        if let Ok(k) = c_int::try_from(n) {
+            return Ok((k, self.c.packed));
+        }
+        const CHUNK: usize = 1 << 30;
+        let mut lens: Vec<c_int> = Vec::new();
+        let mut disps: Vec<abi::Aint> = Vec::new();
+        let mut at = 0;
+        while at < n {
+            let k = (n - at).min(CHUNK);
+            lens.push(as_int(k));
+            disps.push(abi::Aint::try_from(at).unwrap_or(abi::Aint::MAX));
+            at += k;
+        }
+        let types = vec![self.c.packed; lens.len()];
+        let mut t = self.c.packed;
+        let rc = PMPI_Type_create_struct(
+            as_int(lens.len()),
+            lens.as_ptr(),
+            disps.as_ptr(),
+            types.as_ptr(),
+            &mut t,
+        );
+        if !ok(rc) {
+            return Err(rc);
+        }
+        let rc = PMPI_Type_commit(&mut t);
+        if !ok(rc) {
+            PMPI_Type_free(&mut t);
+            return Err(rc);
+        }
+        Ok((1, t))
+    }
+
+    unsafe fn free_packed_bytes(&self, mut t: Datatype) {
+        if t != self.c.packed {
+            PMPI_Type_free(&mut t);
+        }
+    }
+
+    /// Before a wildcard-tag receive or probe takes a stashed message of
+    /// `source`: MPI's oldest message of that source joins the stash when
+    /// it may be older (`Stash::may_be_older`), so that the stash's order
+    /// decides (MPI-4.0 §3.5).
+    pub(super) unsafe fn settle(&self, source: c_int, comm: Comm) -> Result<(), c_int> {
+        let mut flag: c_int = 0;
+        let mut st = Status::zeroed();
+        let rc = PMPI_Iprobe(source, abi::ANY_TAG, comm, &mut flag, &mut st);
+        if !ok(rc) {
+            return Err(rc);
+        }
+        if flag != 0 && self.lock().stash.may_be_older(key(comm), source, st.tag()) {
+            self.pull(source, abi::ANY_TAG, comm)?;
+        }
+        Ok(())
+    }
+
+    /// Takes one matching message off the network into the stash, if any;
+    /// says from which source.
+    pub(super) unsafe fn pull(
+        &self,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> Result<Option<c_int>, c_int> {
         let mut flag: c_int = 0;
         let mut msg: Message = self.c.message_null;
         let mut st = Status::zeroed();
@@ -166,21 +239,17 @@ impl Engine {
             return Err(rc);
         }
         if flag == 0 {
-            return Ok(false);
+            return Ok(None);
         }
         if msg == self.c.message_no_proc {
-            return Ok(false);
+            return Ok(None);
         }
         let bytes = status_bytes(&st, self.c.byte);
         let mut v = vec![0u8; bytes];
         let mut st2 = Status::zeroed();
-        let rc = PMPI_Mrecv(
-            v.as_mut_ptr().cast(),
-            as_int(bytes),
-            self.c.packed,
-            &mut msg,
-            &mut st2,
-        );
+        let (k, t) = self.packed_bytes(bytes)?;
+        let rc = PMPI_Mrecv(v.as_mut_ptr().cast(), k, t, &mut msg, &mut st2);
+        self.free_packed_bytes(t);
         if !ok(rc) {
             return Err(rc);
         }
@@ -210,10 +279,11 @@ impl Engine {
             src: h.src,
             l: h.l,
             arrival,
+            seq: h.seq,
             payload: v,
         }));
         self.stash_len.fetch_add(1, Ordering::Relaxed);
-        Ok(true)
+        Ok(Some(st.source()))
     }
 
     /// Iprobe/Improbe: a message is reported only once it has virtually
@@ -229,26 +299,52 @@ impl Engine {
             return Ok(None);
         }
         self.reap_freed();
-        for attempt in 0..2 {
-            {
+        let p = pattern(comm, src, tag);
+        // Sources whose oldest message inside MPI has joined the stash
+        // since this call began (`Pattern::unsure`).
+        let mut checked: Vec<c_int> = Vec::new();
+        let mut pulled = false;
+        loop {
+            let unsure = {
                 let mut s = self.lock();
-                if let Some((i, m)) = s.stash.find_for_probe(&pattern(comm, src, tag), now()) {
-                    let mut st = Status::zeroed();
-                    st.set_source(m.env.source);
-                    st.set_tag(m.env.tag);
-                    st.set_error(abi::SUCCESS);
-                    set_status_bytes(&mut st, self.c.byte, m.payload.len() as u64);
-                    let taken = if take {
-                        self.stash_len.fetch_sub(1, Ordering::Relaxed);
-                        Some(s.stash.remove(i))
-                    } else {
-                        None
-                    };
-                    return Ok(Some((st, taken)));
+                match s.stash.find_for_probe(&p, now()) {
+                    Some((_, m)) if p.unsure() && !checked.contains(&m.env.source) => {
+                        Some(m.env.source)
+                    }
+                    Some((i, m)) => {
+                        let mut st = Status::zeroed();
+                        st.set_source(m.env.source);
+                        st.set_tag(m.env.tag);
+                        st.set_error(abi::SUCCESS);
+                        set_status_bytes(&mut st, self.c.byte, m.payload.len() as u64);
+                        let taken = if take {
+                            self.stash_len.fetch_sub(1, Ordering::Relaxed);
+                            Some(s.stash.remove(i))
+                        } else {
+                            None
+                        };
+                        return Ok(Some((st, taken)));
+                    }
+                    None => None,
                 }
-            }
-            if attempt == 0 && !self.pull(src, tag, comm)? {
-                break;
+            };
+            match unsure {
+                // MPI may still hold an older message of this source.
+                Some(source) => {
+                    checked.push(source);
+                    self.settle(source, comm)?;
+                }
+                None if pulled => break,
+                None => {
+                    let Some(source) = self.pull(src, tag, comm)? else {
+                        break;
+                    };
+                    pulled = true;
+                    if tag == abi::ANY_TAG {
+                        // MPI's oldest of its source: nothing older left.
+                        checked.push(source);
+                    }
+                }
             }
         }
         Ok(None)

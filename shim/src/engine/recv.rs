@@ -27,7 +27,16 @@ impl Engine {
             return self.wait(&mut r, status);
         }
         if self.stash_len.load(Ordering::Relaxed) > 0 {
-            let taken = self.lock().stash.take_for_recv(&pattern(comm, src, tag));
+            let p = pattern(comm, src, tag);
+            // A wildcard tag: the stashed match's source may still have an
+            // older message inside MPI; it joins the stash first (`settle`).
+            let check = self.lock().stash.source_to_check(&p);
+            if let Some(source) = check {
+                if let Err(rc) = self.settle(source, comm) {
+                    return rc;
+                }
+            }
+            let taken = self.lock().stash.take_for_recv(&p);
             if let Some(m) = taken {
                 self.stash_len.fetch_sub(1, Ordering::Relaxed);
                 return self.deliver_from_stash(m, buf, count, dt, req, status);

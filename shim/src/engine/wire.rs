@@ -26,8 +26,16 @@ pub struct Header {
     /// longer. Across hosts the receiver learns the clocks' drift from
     /// the hand-off (`RecvGate::observe`).
     pub(super) lag: u32,
-    pub(super) unused: u32,
+    /// The sender's count of messages sent (wrapping): of two messages
+    /// from one sender, the earlier was sent first. A probe for one tag
+    /// takes a message off the network past older ones of other tags; a
+    /// wildcard receive then needs this to take the oldest
+    /// (`loggp_core::stash`).
+    pub(super) seq: u32,
 }
+
+/// This process's count of messages sent (`Header::seq`).
+static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 impl Header {
     pub(super) fn new(dep: &loggp_core::Departure, src: c_int, l: u64) -> Header {
@@ -36,7 +44,7 @@ impl Header {
             src: u32::try_from(src).unwrap_or(0),
             l,
             lag: u32::try_from(dep.d.saturating_sub(dep.ready)).unwrap_or(u32::MAX),
-            unused: 0,
+            seq: SEQ.fetch_add(1, Ordering::Relaxed),
             // Across hosts: the job's reference time base, tagged with this
             // host (the receiver's gate turns it back, `loggp_core::clocks`).
             d: crate::clock::stamp(dep.d),
