@@ -34,18 +34,18 @@ impl Engine {
     /// Only a nonblocking receive is asked whether it was cancelled.
     unsafe fn native_of(&self, kind: Kind, st: &Status) -> Native {
         match kind {
-            Kind::Recv => {
+            // A receive (persistent or not) can be cancelled only once the
+            // application has called MPI_Cancel: until then no call.
+            Kind::Recv | Kind::PRecv => {
                 let mut cancelled: c_int = 0;
-                PMPI_Test_cancelled(st, &mut cancelled);
+                if cancels_seen() {
+                    PMPI_Test_cancelled(st, &mut cancelled);
+                }
                 Native {
                     cancelled: cancelled != 0,
                     from_null: st.source() == abi::PROC_NULL,
                 }
             }
-            Kind::PRecv => Native {
-                cancelled: false,
-                from_null: st.source() == abi::PROC_NULL,
-            },
             _ => Native::default(),
         }
     }
