@@ -209,9 +209,11 @@ impl Status {
     /// # Safety
     /// `dst` must be a valid MPI_Status pointer and not an IGNORE value.
     pub unsafe fn copy_to(&self, dst: *mut Status) {
-        let e = (*dst).error();
-        self.copy_to_all(dst);
-        (*dst).set_error(e);
+        unsafe {
+            let e = (*dst).error();
+            self.copy_to_all(dst);
+            (*dst).set_error(e);
+        }
     }
 
     /// Copies every field, MPI_ERROR included, into one status of the
@@ -220,11 +222,13 @@ impl Status {
     /// # Safety
     /// As `copy_to`.
     pub unsafe fn copy_to_all(&self, dst: *mut Status) {
-        std::ptr::copy_nonoverlapping(
-            self as *const Status as *const u8,
-            dst as *mut u8,
-            STATUS_SIZE,
-        );
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self as *const Status as *const u8,
+                dst as *mut u8,
+                STATUS_SIZE,
+            );
+        }
     }
 }
 

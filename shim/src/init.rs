@@ -166,149 +166,153 @@ static PRIVATE: OnceLock<SharedHandle> = OnceLock::new();
 /// # Safety
 /// MPI must be initialised.
 pub unsafe fn after_init(cfg: Config) {
-    let Some(c) = Consts::resolve() else {
-        log::fatal_raw(
-            "cannot resolve MPI's predefined handles; is this the MPI the shim was built for?",
-        );
-    };
-    let clock_start = crate::clock::calibration_point();
-    let (mut rank, mut size) = (0, 1);
-    PMPI_Comm_rank(c.comm_world, &mut rank);
-    PMPI_Comm_size(c.comm_world, &mut size);
-    all_ranks_loaded_or_exit(&c, rank);
-    // Every collective of the start-up is nonblocking and waited for
-    // asleep (`lazy_wait`): where ranks outnumber processors, MPICH's
-    // blocking collectives spin, and a spinning rank holds its processor
-    // for a time slice from the rank it waits for (10 ranks on 2 cores:
-    // 630 ms for a Comm_dup, two Allreduces and a Comm_split_type, even
-    // with virtual time off).
-    let mut private = c.comm_null;
-    let mut req = c.request_null;
-    PMPI_Comm_idup(c.comm_world, &mut private, &mut req);
-    lazy_wait(&mut req);
-    let _ = PRIVATE.set(SharedHandle(private));
-
-    // Every rank must run with the same knobs: a rank that adds headers
-    // talking to one that does not would corrupt messages.
-    // The collectives' algorithm choices too: ranks running different
-    // algorithms would mismatch their messages.
-    // One reduction: the maximum of the fingerprint and of its complement
-    // (the complement of the minimum).
-    let fp = cfg.fingerprint() ^ crate::coll::config_hash() ^ build_hash();
-    let mine = [fp, !fp];
-    let mut mx = [0u64; 2];
-    PMPI_Iallreduce(
-        mine.as_ptr().cast(),
-        mx.as_mut_ptr().cast(),
-        2,
-        c.uint64,
-        c.op_max,
-        private,
-        &mut req,
-    );
-    lazy_wait(&mut req);
-    if mx[0] != !mx[1] {
-        settings_differ_exit(&c, private, rank, size, &cfg);
-    }
-
-    let vt = cfg.vt_active() && size >= 2;
-    let t_start = now();
-    let host_of = if vt {
-        host_indices(&c, private, size)
-    } else {
-        Vec::new()
-    };
-    // Only waits under virtual time care (pass-through never waits).
-    if vt {
-        let me = host_of[as_index(rank)];
-        let here = host_of.iter().filter(|&&h| h == me).count();
-        crate::clock::set_oversubscribed(here as i64 > libc::sysconf(libc::_SC_NPROCESSORS_ONLN));
-    }
-    let hosts_n = host_of.iter().max().map_or(1, |&h| h + 1);
-    // Targeting: a selection naming a rank the job lacks, or selecting none
-    // of its pairs (`@inter` on one host), stops the job with one line.
-    if vt {
-        if let Err(mut e) = cfg.check_job(u32::try_from(size).unwrap_or(0), &host_of) {
-            // The value as the user wrote it.
-            if let Ok(v) = std::env::var(&e.var) {
-                e.value = v;
-            }
-            if rank == 0 {
-                log::line(&e.to_string());
-            }
-            PMPI_Barrier(private);
-            libc::_exit(1)
-        }
-    }
-    // Several hosts: synchronise the clocks first, so that the transit
-    // measurement below reads departures in this rank's clock.
-    let mut epochs = Vec::new();
-    let synced = if vt && hosts_n > 1 {
-        let (map, uncertainty, offset, eps) = sync_clocks(&c, private, rank, &host_of);
-        epochs = eps;
-        let h = Hosts {
-            tag: host_of[as_index(rank)] as u64 + 1,
-            map,
-            other_host: None,
+    unsafe {
+        let Some(c) = Consts::resolve() else {
+            log::fatal_raw(
+                "cannot resolve MPI's predefined handles; is this the MPI the shim was built for?",
+            );
         };
-        crate::clock::set_hosts(h);
-        if cfg.log >= LogLevel::Info {
-            let me = as_index(rank);
-            if host_of[me] != 0 && host_of.iter().position(|&x| x == host_of[me]) == Some(me) {
-                log::line(&format!(
+        let clock_start = crate::clock::calibration_point();
+        let (mut rank, mut size) = (0, 1);
+        PMPI_Comm_rank(c.comm_world, &mut rank);
+        PMPI_Comm_size(c.comm_world, &mut size);
+        all_ranks_loaded_or_exit(&c, rank);
+        // Every collective of the start-up is nonblocking and waited for
+        // asleep (`lazy_wait`): where ranks outnumber processors, MPICH's
+        // blocking collectives spin, and a spinning rank holds its processor
+        // for a time slice from the rank it waits for (10 ranks on 2 cores:
+        // 630 ms for a Comm_dup, two Allreduces and a Comm_split_type, even
+        // with virtual time off).
+        let mut private = c.comm_null;
+        let mut req = c.request_null;
+        PMPI_Comm_idup(c.comm_world, &mut private, &mut req);
+        lazy_wait(&mut req);
+        let _ = PRIVATE.set(SharedHandle(private));
+
+        // Every rank must run with the same knobs: a rank that adds headers
+        // talking to one that does not would corrupt messages.
+        // The collectives' algorithm choices too: ranks running different
+        // algorithms would mismatch their messages.
+        // One reduction: the maximum of the fingerprint and of its complement
+        // (the complement of the minimum).
+        let fp = cfg.fingerprint() ^ crate::coll::config_hash() ^ build_hash();
+        let mine = [fp, !fp];
+        let mut mx = [0u64; 2];
+        PMPI_Iallreduce(
+            mine.as_ptr().cast(),
+            mx.as_mut_ptr().cast(),
+            2,
+            c.uint64,
+            c.op_max,
+            private,
+            &mut req,
+        );
+        lazy_wait(&mut req);
+        if mx[0] != !mx[1] {
+            settings_differ_exit(&c, private, rank, size, &cfg);
+        }
+
+        let vt = cfg.vt_active() && size >= 2;
+        let t_start = now();
+        let host_of = if vt {
+            host_indices(&c, private, size)
+        } else {
+            Vec::new()
+        };
+        // Only waits under virtual time care (pass-through never waits).
+        if vt {
+            let me = host_of[as_index(rank)];
+            let here = host_of.iter().filter(|&&h| h == me).count();
+            crate::clock::set_oversubscribed(
+                here as i64 > libc::sysconf(libc::_SC_NPROCESSORS_ONLN),
+            );
+        }
+        let hosts_n = host_of.iter().max().map_or(1, |&h| h + 1);
+        // Targeting: a selection naming a rank the job lacks, or selecting none
+        // of its pairs (`@inter` on one host), stops the job with one line.
+        if vt {
+            if let Err(mut e) = cfg.check_job(u32::try_from(size).unwrap_or(0), &host_of) {
+                // The value as the user wrote it.
+                if let Ok(v) = std::env::var(&e.var) {
+                    e.value = v;
+                }
+                if rank == 0 {
+                    log::line(&e.to_string());
+                }
+                PMPI_Barrier(private);
+                libc::_exit(1)
+            }
+        }
+        // Several hosts: synchronise the clocks first, so that the transit
+        // measurement below reads departures in this rank's clock.
+        let mut epochs = Vec::new();
+        let synced = if vt && hosts_n > 1 {
+            let (map, uncertainty, offset, eps) = sync_clocks(&c, private, rank, &host_of);
+            epochs = eps;
+            let h = Hosts {
+                tag: host_of[as_index(rank)] as u64 + 1,
+                map,
+                other_host: None,
+            };
+            crate::clock::set_hosts(h);
+            if cfg.log >= LogLevel::Info {
+                let me = as_index(rank);
+                if host_of[me] != 0 && host_of.iter().position(|&x| x == host_of[me]) == Some(me) {
+                    log::line(&format!(
                     "host {}: clock synchronised to rank 0's host within ±{:.0}ns (reference − this clock = {:.0}ns)",
                     processor_name(),
                     uncertainty,
                     offset
                 ));
+                }
             }
-        }
-        Some(h)
-    } else {
-        None
-    };
-    // While the transit is measured (every knob zero), the gate must never
-    // hold a message: read every departure a second early, so that what
-    // is left of the clocks' disagreement cannot add to the transit.
-    let early = synced.map(|h| Hosts {
-        map: ClockMap {
-            offset_ns: h.map.offset_ns + 1e9,
-            ..h.map
-        },
-        ..h
-    });
-    // The native transit of each class of pair, measured from rank 0: to
-    // the next rank of its host, and to the first rank of another host.
-    let same_peer = (1..host_of.len()).find(|&r| host_of[r] == 0);
-    let other_peer = (1..host_of.len()).find(|&r| host_of[r] != 0);
-    let (native, other) = if vt {
-        let first = same_peer.or(other_peer).unwrap_or(1);
-        let n = measure_native(&cfg, &c, private, rank, size, as_rank(first), true, early);
-        match (same_peer, other_peer) {
-            (Some(_), Some(o)) => {
-                let far = measure_native(&cfg, &c, private, rank, size, as_rank(o), false, early);
-                (n, Some(far.transit))
+            Some(h)
+        } else {
+            None
+        };
+        // While the transit is measured (every knob zero), the gate must never
+        // hold a message: read every departure a second early, so that what
+        // is left of the clocks' disagreement cannot add to the transit.
+        let early = synced.map(|h| Hosts {
+            map: ClockMap {
+                offset_ns: h.map.offset_ns + 1e9,
+                ..h.map
+            },
+            ..h
+        });
+        // The native transit of each class of pair, measured from rank 0: to
+        // the next rank of its host, and to the first rank of another host.
+        let same_peer = (1..host_of.len()).find(|&r| host_of[r] == 0);
+        let other_peer = (1..host_of.len()).find(|&r| host_of[r] != 0);
+        let (native, other) = if vt {
+            let first = same_peer.or(other_peer).unwrap_or(1);
+            let n = measure_native(&cfg, &c, private, rank, size, as_rank(first), true, early);
+            match (same_peer, other_peer) {
+                (Some(_), Some(o)) => {
+                    let far =
+                        measure_native(&cfg, &c, private, rank, size, as_rank(o), false, early);
+                    (n, Some(far.transit))
+                }
+                (None, Some(_)) => (n, Some(n.transit)),
+                _ => (n, None),
             }
-            (None, Some(_)) => (n, Some(n.transit)),
-            _ => (n, None),
-        }
-    } else {
-        (Native::default(), None)
-    };
-    let transit = native.transit;
-    // Start-up so far took some milliseconds (~10 with the ping-pong):
-    // enough to calibrate the counter behind `clock::now`.
-    crate::clock::calibrate(
-        clock_start,
-        crate::clock::calibration_point(),
-        cfg.tsc_clock,
-    );
-    let hosts = synced.map(|h| Hosts {
-        other_host: other,
-        ..h
-    });
-    if cfg.log >= LogLevel::Info && rank == 0 {
-        log::line(&format!(
+        } else {
+            (Native::default(), None)
+        };
+        let transit = native.transit;
+        // Start-up so far took some milliseconds (~10 with the ping-pong):
+        // enough to calibrate the counter behind `clock::now`.
+        crate::clock::calibrate(
+            clock_start,
+            crate::clock::calibration_point(),
+            cfg.tsc_clock,
+        );
+        let hosts = synced.map(|h| Hosts {
+            other_host: other,
+            ..h
+        });
+        if cfg.log >= LogLevel::Info && rank == 0 {
+            log::line(&format!(
             "{} (shim built for {} {}), {} ranks on {} host{}, {}; native transit (through the shim) {}, then {:.3}ns/B{}; shim's own cost {}ns per send, {}ns per receive; start-up {:.1}ms",
             loaded().1,
             FLAVOUR.name(),
@@ -327,54 +331,57 @@ pub unsafe fn after_init(cfg: Config) {
             native.own_recv_ns,
             (now() - t_start) as f64 / 1e6
         ));
+        }
+        engine::learn_status_count(c.byte);
+        let mut e = Engine::new(cfg, c, rank, size, transit);
+        e.set_own_costs(native.own_send_ns, native.own_recv_ns);
+        e.set_pairs(&host_of);
+        let mut provided: c_int = abi::THREAD_MULTIPLE;
+        PMPI_Query_thread(&mut provided);
+        e.set_thread_level(provided);
+        if let Some(h) = hosts {
+            e.set_hosts(h);
+            e.set_drift(DriftCorrection::new(h.tag, &epochs));
+            let me = as_index(rank);
+            let first = host_of.iter().position(|&x| x == host_of[me]) == Some(me);
+            let _ = DRIFT_LOG.set((h.tag, hosts_n, first));
+        }
+        PMPI_Comm_dup(c.comm_self, &mut e.self_comm.0);
+        e.progress_comm = SharedHandle(private);
+        engine::install(e);
     }
-    engine::learn_status_count(c.byte);
-    let mut e = Engine::new(cfg, c, rank, size, transit);
-    e.set_own_costs(native.own_send_ns, native.own_recv_ns);
-    e.set_pairs(&host_of);
-    let mut provided: c_int = abi::THREAD_MULTIPLE;
-    PMPI_Query_thread(&mut provided);
-    e.set_thread_level(provided);
-    if let Some(h) = hosts {
-        e.set_hosts(h);
-        e.set_drift(DriftCorrection::new(h.tag, &epochs));
-        let me = as_index(rank);
-        let first = host_of.iter().position(|&x| x == host_of[me]) == Some(me);
-        let _ = DRIFT_LOG.set((h.tag, hosts_n, first));
-    }
-    PMPI_Comm_dup(c.comm_self, &mut e.self_comm.0);
-    e.progress_comm = SharedHandle(private);
-    engine::install(e);
 }
 
 /// The start-up below is collective. A rank started without the shim never
 /// joins it, and would hang the job: wait for everyone in a nonblocking
 /// barrier with a deadline, and stop with one line if it passes.
 unsafe fn all_ranks_loaded_or_exit(c: &Consts, rank: c_int) {
-    // Every rank has entered MPI_Init once ours returns (both MPIs exchange
-    // start-up data there), so the others arrive within milliseconds.
-    const DEADLINE_NS: u64 = 10_000_000_000;
-    let mut req = c.request_null;
-    PMPI_Ibarrier(c.comm_world, &mut req);
-    let start = now();
-    let mut flag: c_int = 0;
-    let mut st = Status::zeroed();
-    let mut patience = crate::clock::Patience::asleep();
-    loop {
-        PMPI_Test(&mut req, &mut flag, &mut st);
-        if flag != 0 {
-            return;
-        }
-        if now() - start > DEADLINE_NS {
-            log::abort_job(
-                Some(&format!(
+    unsafe {
+        // Every rank has entered MPI_Init once ours returns (both MPIs exchange
+        // start-up data there), so the others arrive within milliseconds.
+        const DEADLINE_NS: u64 = 10_000_000_000;
+        let mut req = c.request_null;
+        PMPI_Ibarrier(c.comm_world, &mut req);
+        let start = now();
+        let mut flag: c_int = 0;
+        let mut st = Status::zeroed();
+        let mut patience = crate::clock::Patience::asleep();
+        loop {
+            PMPI_Test(&mut req, &mut flag, &mut st);
+            if flag != 0 {
+                return;
+            }
+            if now() - start > DEADLINE_NS {
+                log::abort_job(
+                    Some(&format!(
                     "rank {rank}: not every rank reached MPI_Init with the shim loaded within 10 s \
                      (was LD_PRELOAD given to all ranks? use loggp run, or -x/-genv); stopping"
                 )),
-                c.comm_world,
-            );
+                    c.comm_world,
+                );
+            }
+            patience.pause();
         }
-        patience.pause();
     }
 }
 
@@ -401,300 +408,302 @@ unsafe fn measure_native(
     own_costs: bool,
     early: Option<Hosts>,
 ) -> Native {
-    const BIG: usize = 1 << 20;
-    // (bytes, warm-up, timed) per size: small sizes, both sides of the
-    // usual eager limits and of LOGGP_INLINE_MAX, up to 1 MiB (~10 ms in
-    // all). One line through 8 B and 1 MiB missed Open MPI's rendezvous:
-    // the realised L fell ~5 us short at 16 KiB.
-    const SIZES: [(usize, u32, u32); 8] = [
-        (8, 300, 1000),
-        (1 << 10, 50, 300),
-        (4 << 10, 50, 200),
-        (12 << 10, 30, 150),
-        (16 << 10, 30, 150),
-        (64 << 10, 10, 60),
-        (256 << 10, 5, 20),
-        (BIG, 3, 10),
-    ];
-    let zero = Config {
-        l: 0,
-        o_s: 0,
-        o_r: 0,
-        g_s: 0,
-        g_r: 0,
-        g_big: 0.0,
-        vt: loggp_core::VtMode::On,
-        // Every knob at zero means no targeted item and no draw either.
-        targets: Default::default(),
-        l_dist: loggp_core::dist::Dist::Fixed,
-        o_s_dist: loggp_core::dist::Dist::Fixed,
-        o_r_dist: loggp_core::dist::Dist::Fixed,
-        ..cfg.clone()
-    };
-    let mut probe = Engine::new(zero, *c, rank, size, Transit::default());
-    if let Some(h) = early {
-        probe.set_hosts(h);
-    }
-    let mut buf = vec![0u8; BIG];
-    // Per size: the minimum one-way time from the sender's stamp `d` to
-    // the receiver's gate, each direction seen by its receiver's gate
-    // (rank 1: 0 → 1, rank 0: 1 → 0). Their mean is the transit; on one
-    // host both are the same, across hosts a clock offset adds to one and
-    // takes from the other. The half round trip is the fallback.
-    let mut result = [0f64; SIZES.len()];
-    // Per size, the minima of each run of CHUNK timed rounds, each
-    // direction on its receiver: across hosts the two directions are
-    // combined chunk by chunk, so that clocks drifting during a series
-    // (1000 ppm: 30 us over the 8 B one) cannot make one direction's
-    // minimum early in it and the other's late.
-    const CHUNK: u32 = 50;
-    let chunks = |reps: u32| reps.div_ceil(CHUNK) as usize;
-    let total: usize = SIZES.iter().map(|s| chunks(s.2)).sum();
-    let mut mins = vec![f64::INFINITY; total];
-    let mut half_rtt = [f64::INFINITY; SIZES.len()];
-    let mut st = Status::zeroed();
-    // Only rank 0 and `peer` take part; the others wait for the result
-    // asleep (`lazy_wait`), so that where ranks outnumber cores (a test
-    // bed, a laptop) spinning bystanders do not take the processors from
-    // the measured pair: MPICH's spinning barrier made it 213 us at 8 B
-    // between two ranks of one host, 4 ranks on 2 cores.
-    let part = rank == 0 || rank == peer;
-    // Warm-up rounds (first touches, lazy connection set-up) are not timed.
-    let mut at = 0;
-    for (i, &(len, warm, reps)) in SIZES.iter().enumerate().filter(|_| part) {
-        let n = c_int::try_from(len).unwrap_or(0);
-        let mut best = f64::INFINITY;
-        pair_sync(c, comm, rank, peer);
-        for k in 0..warm + reps {
-            if k == warm {
-                best = f64::INFINITY;
-                probe.take_min_one_way();
-            } else if k > warm && (k - warm) % CHUNK == 0 {
-                let m = probe.take_min_one_way().map_or(f64::INFINITY, |v| v as f64);
-                mins[at + ((k - warm) / CHUNK) as usize - 1] = m;
+    unsafe {
+        const BIG: usize = 1 << 20;
+        // (bytes, warm-up, timed) per size: small sizes, both sides of the
+        // usual eager limits and of LOGGP_INLINE_MAX, up to 1 MiB (~10 ms in
+        // all). One line through 8 B and 1 MiB missed Open MPI's rendezvous:
+        // the realised L fell ~5 us short at 16 KiB.
+        const SIZES: [(usize, u32, u32); 8] = [
+            (8, 300, 1000),
+            (1 << 10, 50, 300),
+            (4 << 10, 50, 200),
+            (12 << 10, 30, 150),
+            (16 << 10, 30, 150),
+            (64 << 10, 10, 60),
+            (256 << 10, 5, 20),
+            (BIG, 3, 10),
+        ];
+        let zero = Config {
+            l: 0,
+            o_s: 0,
+            o_r: 0,
+            g_s: 0,
+            g_r: 0,
+            g_big: 0.0,
+            vt: loggp_core::VtMode::On,
+            // Every knob at zero means no targeted item and no draw either.
+            targets: Default::default(),
+            l_dist: loggp_core::dist::Dist::Fixed,
+            o_s_dist: loggp_core::dist::Dist::Fixed,
+            o_r_dist: loggp_core::dist::Dist::Fixed,
+            ..cfg.clone()
+        };
+        let mut probe = Engine::new(zero, *c, rank, size, Transit::default());
+        if let Some(h) = early {
+            probe.set_hosts(h);
+        }
+        let mut buf = vec![0u8; BIG];
+        // Per size: the minimum one-way time from the sender's stamp `d` to
+        // the receiver's gate, each direction seen by its receiver's gate
+        // (rank 1: 0 → 1, rank 0: 1 → 0). Their mean is the transit; on one
+        // host both are the same, across hosts a clock offset adds to one and
+        // takes from the other. The half round trip is the fallback.
+        let mut result = [0f64; SIZES.len()];
+        // Per size, the minima of each run of CHUNK timed rounds, each
+        // direction on its receiver: across hosts the two directions are
+        // combined chunk by chunk, so that clocks drifting during a series
+        // (1000 ppm: 30 us over the 8 B one) cannot make one direction's
+        // minimum early in it and the other's late.
+        const CHUNK: u32 = 50;
+        let chunks = |reps: u32| reps.div_ceil(CHUNK) as usize;
+        let total: usize = SIZES.iter().map(|s| chunks(s.2)).sum();
+        let mut mins = vec![f64::INFINITY; total];
+        let mut half_rtt = [f64::INFINITY; SIZES.len()];
+        let mut st = Status::zeroed();
+        // Only rank 0 and `peer` take part; the others wait for the result
+        // asleep (`lazy_wait`), so that where ranks outnumber cores (a test
+        // bed, a laptop) spinning bystanders do not take the processors from
+        // the measured pair: MPICH's spinning barrier made it 213 us at 8 B
+        // between two ranks of one host, 4 ranks on 2 cores.
+        let part = rank == 0 || rank == peer;
+        // Warm-up rounds (first touches, lazy connection set-up) are not timed.
+        let mut at = 0;
+        for (i, &(len, warm, reps)) in SIZES.iter().enumerate().filter(|_| part) {
+            let n = c_int::try_from(len).unwrap_or(0);
+            let mut best = f64::INFINITY;
+            pair_sync(c, comm, rank, peer);
+            for k in 0..warm + reps {
+                if k == warm {
+                    best = f64::INFINITY;
+                    probe.take_min_one_way();
+                } else if k > warm && (k - warm) % CHUNK == 0 {
+                    let m = probe.take_min_one_way().map_or(f64::INFINITY, |v| v as f64);
+                    mins[at + ((k - warm) / CHUNK) as usize - 1] = m;
+                }
+                if rank == 0 {
+                    let t0 = now();
+                    probe.send(
+                        Mode::Standard,
+                        buf.as_ptr().cast(),
+                        n,
+                        c.byte,
+                        peer,
+                        7,
+                        comm,
+                    );
+                    probe.recv(
+                        buf.as_mut_ptr().cast(),
+                        n,
+                        c.byte,
+                        peer,
+                        7,
+                        comm,
+                        None,
+                        &mut st,
+                    );
+                    best = best.min((now() - t0) as f64 / 2.0);
+                } else if rank == peer {
+                    probe.recv(
+                        buf.as_mut_ptr().cast(),
+                        n,
+                        c.byte,
+                        0,
+                        7,
+                        comm,
+                        None,
+                        &mut st,
+                    );
+                    probe.send(Mode::Standard, buf.as_ptr().cast(), n, c.byte, 0, 7, comm);
+                }
             }
+            half_rtt[i] = best;
+            let m = probe.take_min_one_way().map_or(f64::INFINITY, |v| v as f64);
+            mins[at + chunks(reps) - 1] = m;
+            result[i] = mins[at..at + chunks(reps)]
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            at += chunks(reps);
+        }
+        // Rank 0 combines its direction with the peer's.
+        let nm = c_int::try_from(total).unwrap_or(0);
+        if rank == peer {
+            PMPI_Send(mins.as_ptr().cast(), nm, c.double, 0, 12, comm);
+        } else if rank == 0 {
+            let mut other = vec![0f64; total];
+            PMPI_Recv(
+                other.as_mut_ptr().cast(),
+                nm,
+                c.double,
+                peer,
+                12,
+                comm,
+                &mut st,
+            );
+            // Across hosts the probe's gate reads departures a second early
+            // (`early`): each direction's one-way time is a second longer.
+            let early_ns = if early.is_some() { 1e9 } else { 0.0 };
+            let mut at = 0;
+            for (i, &(_, _, reps)) in SIZES.iter().enumerate() {
+                let n = chunks(reps);
+                // On one host both directions read one clock: the minimum of
+                // each (as ever). Across hosts: the best chunk of the two.
+                let (a, b) = if early.is_some() {
+                    let best = (at..at + n)
+                        .filter(|&j| mins[j].is_finite() && other[j].is_finite())
+                        .map(|j| (mins[j] + other[j]) / 2.0)
+                        .fold(f64::INFINITY, f64::min);
+                    (best, best)
+                } else {
+                    let fold = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+                    (result[i], fold(&other[at..at + n]))
+                };
+                result[i] = if a.is_finite() && b.is_finite() {
+                    ((a + b) / 2.0 - early_ns).max(0.0)
+                } else {
+                    half_rtt[i]
+                };
+                at += n;
+            }
+        }
+
+        // The shim's own cost inside a send call (measured on rank 0) and inside
+        // a receive of an already-arrived message (on rank 1): minimum in-call
+        // time through the engine minus the same through MPI alone, alternating
+        // the two so that both see the same machine. o_s and o_r spin that much
+        // less, so that what a benchmark sees in the call is native + the knob.
+        let mut best = [[f64::INFINITY; 2]; 2]; // [send|recv][raw|shim]
+        let mut ack = [0u8; 1];
+        let rounds = if own_costs { 1200 } else { 0 };
+        for k in 0..rounds {
+            let shim = k % 2;
+            let timed = k >= 200;
+            // Send side.
             if rank == 0 {
                 let t0 = now();
-                probe.send(
-                    Mode::Standard,
-                    buf.as_ptr().cast(),
-                    n,
-                    c.byte,
-                    peer,
-                    7,
-                    comm,
-                );
-                probe.recv(
-                    buf.as_mut_ptr().cast(),
-                    n,
-                    c.byte,
-                    peer,
-                    7,
-                    comm,
-                    None,
-                    &mut st,
-                );
-                best = best.min((now() - t0) as f64 / 2.0);
+                if shim == 1 {
+                    probe.send(
+                        Mode::Standard,
+                        buf.as_ptr().cast(),
+                        8,
+                        c.byte,
+                        peer,
+                        8,
+                        comm,
+                    );
+                } else {
+                    PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 8, comm);
+                }
+                let dt = (now() - t0) as f64;
+                if timed {
+                    best[0][shim] = best[0][shim].min(dt);
+                }
+                PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
             } else if rank == peer {
-                probe.recv(
-                    buf.as_mut_ptr().cast(),
-                    n,
-                    c.byte,
-                    0,
-                    7,
-                    comm,
-                    None,
-                    &mut st,
-                );
-                probe.send(Mode::Standard, buf.as_ptr().cast(), n, c.byte, 0, 7, comm);
+                if shim == 1 {
+                    probe.recv(
+                        buf.as_mut_ptr().cast(),
+                        8,
+                        c.byte,
+                        0,
+                        8,
+                        comm,
+                        None,
+                        &mut st,
+                    );
+                } else {
+                    PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 8, comm, &mut st);
+                }
+                PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
+            }
+            // Receive side: rank 1 receives a message known to have arrived.
+            if rank == 0 {
+                if shim == 1 {
+                    probe.send(
+                        Mode::Standard,
+                        buf.as_ptr().cast(),
+                        8,
+                        c.byte,
+                        peer,
+                        10,
+                        comm,
+                    );
+                } else {
+                    PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 10, comm);
+                }
+                PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
+            } else if rank == peer {
+                let mut flag: c_int = 0;
+                while flag == 0 {
+                    PMPI_Iprobe(0, 10, comm, &mut flag, &mut st);
+                }
+                let t0 = now();
+                if shim == 1 {
+                    probe.recv(
+                        buf.as_mut_ptr().cast(),
+                        8,
+                        c.byte,
+                        0,
+                        10,
+                        comm,
+                        None,
+                        &mut st,
+                    );
+                } else {
+                    PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 10, comm, &mut st);
+                }
+                let dt = (now() - t0) as f64;
+                if timed {
+                    best[1][shim] = best[1][shim].min(dt);
+                }
+                PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
             }
         }
-        half_rtt[i] = best;
-        let m = probe.take_min_one_way().map_or(f64::INFINITY, |v| v as f64);
-        mins[at + chunks(reps) - 1] = m;
-        result[i] = mins[at..at + chunks(reps)]
+        // Each side was timed on one rank only; elsewhere both minima are still
+        // infinite, and ∞ − ∞ would raise FE_INVALID in the application's
+        // floating-point state.
+        let own = |b: [f64; 2]| {
+            if b[0].is_finite() && b[1].is_finite() {
+                (b[1] - b[0]).max(0.0)
+            } else {
+                0.0
+            }
+        };
+        let mut own_r = own(best[1]);
+        if !own_costs {
+        } else if rank == peer {
+            PMPI_Send((&own_r as *const f64).cast(), 1, c.double, 0, 11, comm);
+        } else if rank == 0 {
+            PMPI_Recv(
+                (&mut own_r as *mut f64).cast(),
+                1,
+                c.double,
+                peer,
+                11,
+                comm,
+                &mut st,
+            );
+        }
+        let mut out = [0f64; SIZES.len() + 2];
+        out[..SIZES.len()].copy_from_slice(&result);
+        out[SIZES.len()] = own(best[0]);
+        out[SIZES.len() + 1] = own_r;
+        let n = c_int::try_from(out.len()).unwrap_or(0);
+        let mut req = c.request_null;
+        PMPI_Ibcast(out.as_mut_ptr().cast(), n, c.double, 0, comm, &mut req);
+        lazy_wait(&mut req);
+        let points: Vec<(u64, f64)> = SIZES
             .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min);
-        at += chunks(reps);
-    }
-    // Rank 0 combines its direction with the peer's.
-    let nm = c_int::try_from(total).unwrap_or(0);
-    if rank == peer {
-        PMPI_Send(mins.as_ptr().cast(), nm, c.double, 0, 12, comm);
-    } else if rank == 0 {
-        let mut other = vec![0f64; total];
-        PMPI_Recv(
-            other.as_mut_ptr().cast(),
-            nm,
-            c.double,
-            peer,
-            12,
-            comm,
-            &mut st,
-        );
-        // Across hosts the probe's gate reads departures a second early
-        // (`early`): each direction's one-way time is a second longer.
-        let early_ns = if early.is_some() { 1e9 } else { 0.0 };
-        let mut at = 0;
-        for (i, &(_, _, reps)) in SIZES.iter().enumerate() {
-            let n = chunks(reps);
-            // On one host both directions read one clock: the minimum of
-            // each (as ever). Across hosts: the best chunk of the two.
-            let (a, b) = if early.is_some() {
-                let best = (at..at + n)
-                    .filter(|&j| mins[j].is_finite() && other[j].is_finite())
-                    .map(|j| (mins[j] + other[j]) / 2.0)
-                    .fold(f64::INFINITY, f64::min);
-                (best, best)
-            } else {
-                let fold = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-                (result[i], fold(&other[at..at + n]))
-            };
-            result[i] = if a.is_finite() && b.is_finite() {
-                ((a + b) / 2.0 - early_ns).max(0.0)
-            } else {
-                half_rtt[i]
-            };
-            at += n;
+            .zip(out.iter())
+            .map(|(&(len, _, _), &t)| (len as u64, t))
+            .collect();
+        let (own_s, own_r) = (out[SIZES.len()], out[SIZES.len() + 1]);
+        Native {
+            transit: Transit::from_points(&points),
+            own_send_ns: loggp_core::units::round_ns(own_s),
+            own_recv_ns: loggp_core::units::round_ns(own_r),
         }
-    }
-
-    // The shim's own cost inside a send call (measured on rank 0) and inside
-    // a receive of an already-arrived message (on rank 1): minimum in-call
-    // time through the engine minus the same through MPI alone, alternating
-    // the two so that both see the same machine. o_s and o_r spin that much
-    // less, so that what a benchmark sees in the call is native + the knob.
-    let mut best = [[f64::INFINITY; 2]; 2]; // [send|recv][raw|shim]
-    let mut ack = [0u8; 1];
-    let rounds = if own_costs { 1200 } else { 0 };
-    for k in 0..rounds {
-        let shim = k % 2;
-        let timed = k >= 200;
-        // Send side.
-        if rank == 0 {
-            let t0 = now();
-            if shim == 1 {
-                probe.send(
-                    Mode::Standard,
-                    buf.as_ptr().cast(),
-                    8,
-                    c.byte,
-                    peer,
-                    8,
-                    comm,
-                );
-            } else {
-                PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 8, comm);
-            }
-            let dt = (now() - t0) as f64;
-            if timed {
-                best[0][shim] = best[0][shim].min(dt);
-            }
-            PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
-        } else if rank == peer {
-            if shim == 1 {
-                probe.recv(
-                    buf.as_mut_ptr().cast(),
-                    8,
-                    c.byte,
-                    0,
-                    8,
-                    comm,
-                    None,
-                    &mut st,
-                );
-            } else {
-                PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 8, comm, &mut st);
-            }
-            PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
-        }
-        // Receive side: rank 1 receives a message known to have arrived.
-        if rank == 0 {
-            if shim == 1 {
-                probe.send(
-                    Mode::Standard,
-                    buf.as_ptr().cast(),
-                    8,
-                    c.byte,
-                    peer,
-                    10,
-                    comm,
-                );
-            } else {
-                PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 10, comm);
-            }
-            PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
-        } else if rank == peer {
-            let mut flag: c_int = 0;
-            while flag == 0 {
-                PMPI_Iprobe(0, 10, comm, &mut flag, &mut st);
-            }
-            let t0 = now();
-            if shim == 1 {
-                probe.recv(
-                    buf.as_mut_ptr().cast(),
-                    8,
-                    c.byte,
-                    0,
-                    10,
-                    comm,
-                    None,
-                    &mut st,
-                );
-            } else {
-                PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 10, comm, &mut st);
-            }
-            let dt = (now() - t0) as f64;
-            if timed {
-                best[1][shim] = best[1][shim].min(dt);
-            }
-            PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
-        }
-    }
-    // Each side was timed on one rank only; elsewhere both minima are still
-    // infinite, and ∞ − ∞ would raise FE_INVALID in the application's
-    // floating-point state.
-    let own = |b: [f64; 2]| {
-        if b[0].is_finite() && b[1].is_finite() {
-            (b[1] - b[0]).max(0.0)
-        } else {
-            0.0
-        }
-    };
-    let mut own_r = own(best[1]);
-    if !own_costs {
-    } else if rank == peer {
-        PMPI_Send((&own_r as *const f64).cast(), 1, c.double, 0, 11, comm);
-    } else if rank == 0 {
-        PMPI_Recv(
-            (&mut own_r as *mut f64).cast(),
-            1,
-            c.double,
-            peer,
-            11,
-            comm,
-            &mut st,
-        );
-    }
-    let mut out = [0f64; SIZES.len() + 2];
-    out[..SIZES.len()].copy_from_slice(&result);
-    out[SIZES.len()] = own(best[0]);
-    out[SIZES.len() + 1] = own_r;
-    let n = c_int::try_from(out.len()).unwrap_or(0);
-    let mut req = c.request_null;
-    PMPI_Ibcast(out.as_mut_ptr().cast(), n, c.double, 0, comm, &mut req);
-    lazy_wait(&mut req);
-    let points: Vec<(u64, f64)> = SIZES
-        .iter()
-        .zip(out.iter())
-        .map(|(&(len, _, _), &t)| (len as u64, t))
-        .collect();
-    let (own_s, own_r) = (out[SIZES.len()], out[SIZES.len() + 1]);
-    Native {
-        transit: Transit::from_points(&points),
-        own_send_ns: loggp_core::units::round_ns(own_s),
-        own_recv_ns: loggp_core::units::round_ns(own_r),
     }
 }
 
@@ -742,70 +751,76 @@ pub fn processor_name() -> String {
 /// best 8-byte one-way time was 47 us instead of 0.13 us. At most 1 ms
 /// late, once per phase of the start-up.
 unsafe fn lazy_wait(req: &mut Request) {
-    let mut flag: c_int = 0;
-    let mut st = Status::zeroed();
-    let mut patience = crate::clock::Patience::asleep();
-    loop {
-        PMPI_Test(req, &mut flag, &mut st);
-        if flag != 0 {
-            return;
+    unsafe {
+        let mut flag: c_int = 0;
+        let mut st = Status::zeroed();
+        let mut patience = crate::clock::Patience::asleep();
+        loop {
+            PMPI_Test(req, &mut flag, &mut st);
+            if flag != 0 {
+                return;
+            }
+            patience.pause();
         }
-        patience.pause();
     }
 }
 
 /// Rank 0 and `peer` meet (an empty exchange), without the other ranks.
 unsafe fn pair_sync(c: &Consts, comm: Comm, rank: c_int, peer: c_int) {
-    let other = if rank == 0 { peer } else { 0 };
-    let mut st = Status::zeroed();
-    PMPI_Sendrecv(
-        std::ptr::null(),
-        0,
-        c.byte,
-        other,
-        13,
-        std::ptr::null_mut(),
-        0,
-        c.byte,
-        other,
-        13,
-        comm,
-        &mut st,
-    );
+    unsafe {
+        let other = if rank == 0 { peer } else { 0 };
+        let mut st = Status::zeroed();
+        PMPI_Sendrecv(
+            std::ptr::null(),
+            0,
+            c.byte,
+            other,
+            13,
+            std::ptr::null_mut(),
+            0,
+            c.byte,
+            other,
+            13,
+            comm,
+            &mut st,
+        );
+    }
 }
 
 /// The host of every rank, as an index: hosts numbered in the order of
 /// their first rank (rank 0's host is 0). One Allgather of the names.
 unsafe fn host_indices(c: &Consts, comm: Comm, size: c_int) -> Vec<usize> {
-    let n = usize::try_from(abi::MAX_PROCESSOR_NAME).unwrap_or(256);
-    let mut mine = processor_name().into_bytes();
-    mine.resize(n, 0);
-    let p = as_index(size);
-    let mut all = vec![0u8; n * p];
-    let mut req = c.request_null;
-    PMPI_Iallgather(
-        mine.as_ptr().cast(),
-        abi::MAX_PROCESSOR_NAME,
-        c.byte,
-        all.as_mut_ptr().cast(),
-        abi::MAX_PROCESSOR_NAME,
-        c.byte,
-        comm,
-        &mut req,
-    );
-    lazy_wait(&mut req);
-    let names: Vec<&[u8]> = all.chunks(n).collect();
-    let mut firsts: Vec<&[u8]> = Vec::new();
-    names
-        .iter()
-        .map(|name| match firsts.iter().position(|f| f == name) {
-            Some(i) => i,
-            None => {
-                firsts.push(name);
-                firsts.len() - 1
-            }
-        })
-        .collect()
+    unsafe {
+        let n = usize::try_from(abi::MAX_PROCESSOR_NAME).unwrap_or(256);
+        let mut mine = processor_name().into_bytes();
+        mine.resize(n, 0);
+        let p = as_index(size);
+        let mut all = vec![0u8; n * p];
+        let mut req = c.request_null;
+        PMPI_Iallgather(
+            mine.as_ptr().cast(),
+            abi::MAX_PROCESSOR_NAME,
+            c.byte,
+            all.as_mut_ptr().cast(),
+            abi::MAX_PROCESSOR_NAME,
+            c.byte,
+            comm,
+            &mut req,
+        );
+        lazy_wait(&mut req);
+        let names: Vec<&[u8]> = all.chunks(n).collect();
+        let mut firsts: Vec<&[u8]> = Vec::new();
+        names
+            .iter()
+            .map(|name| match firsts.iter().position(|f| f == name) {
+                Some(i) => i,
+                None => {
+                    firsts.push(name);
+                    firsts.len() - 1
+                }
+            })
+            .collect()
+    }
 }
 
 /// Synchronises each host's clock to rank 0's (the reference) by Cristian's
@@ -822,108 +837,110 @@ unsafe fn sync_clocks(
     rank: c_int,
     host_of: &[usize],
 ) -> (ClockMap, f64, f64, Vec<u64>) {
-    const ROUNDS: usize = 100;
-    let hosts = host_of.iter().max().map_or(1, |&h| h + 1);
-    let leader = |h: usize| host_of.iter().position(|&x| x == h).unwrap_or(0);
-    let mut st = Status::zeroed();
-    // The reference's epoch: rank 0's clock now, the base of the stamps.
-    let mut ref_epoch: u64 = now();
-    PMPI_Bcast((&mut ref_epoch as *mut u64).cast(), 1, c.uint64, 0, comm);
-    // Per host: [epoch, offset bits, uncertainty bits], filled by its leader.
-    // (Rank 0 fills its host's slot 0.)
-    let mut mine = vec![0u64; 3 * hosts];
-    let me = as_index(rank);
-    let mut offset = 0.0;
-    if rank == 0 {
-        mine[0] = ref_epoch;
-        mine[1] = ClockMap::reference(ref_epoch).offset_ns.to_bits();
-        mine[2] = 0f64.to_bits();
-        for h in 1..hosts {
-            let l = as_rank(leader(h));
+    unsafe {
+        const ROUNDS: usize = 100;
+        let hosts = host_of.iter().max().map_or(1, |&h| h + 1);
+        let leader = |h: usize| host_of.iter().position(|&x| x == h).unwrap_or(0);
+        let mut st = Status::zeroed();
+        // The reference's epoch: rank 0's clock now, the base of the stamps.
+        let mut ref_epoch: u64 = now();
+        PMPI_Bcast((&mut ref_epoch as *mut u64).cast(), 1, c.uint64, 0, comm);
+        // Per host: [epoch, offset bits, uncertainty bits], filled by its leader.
+        // (Rank 0 fills its host's slot 0.)
+        let mut mine = vec![0u64; 3 * hosts];
+        let me = as_index(rank);
+        let mut offset = 0.0;
+        if rank == 0 {
+            mine[0] = ref_epoch;
+            mine[1] = ClockMap::reference(ref_epoch).offset_ns.to_bits();
+            mine[2] = 0f64.to_bits();
+            for h in 1..hosts {
+                let l = as_rank(leader(h));
+                for _ in 0..ROUNDS {
+                    let mut t: u64 = 0;
+                    PMPI_Recv(
+                        (&mut t as *mut u64).cast(),
+                        1,
+                        c.uint64,
+                        l,
+                        21,
+                        comm,
+                        &mut st,
+                    );
+                    let t = now();
+                    PMPI_Send((&t as *const u64).cast(), 1, c.uint64, l, 22, comm);
+                }
+            }
+        } else if leader(host_of[me]) == me {
+            let mut samples = Vec::with_capacity(ROUNDS);
             for _ in 0..ROUNDS {
-                let mut t: u64 = 0;
+                let sent = now();
+                PMPI_Send((&sent as *const u64).cast(), 1, c.uint64, 0, 21, comm);
+                let mut peer: u64 = 0;
                 PMPI_Recv(
-                    (&mut t as *mut u64).cast(),
+                    (&mut peer as *mut u64).cast(),
                     1,
                     c.uint64,
-                    l,
-                    21,
+                    0,
+                    22,
                     comm,
                     &mut st,
                 );
-                let t = now();
-                PMPI_Send((&t as *const u64).cast(), 1, c.uint64, l, 22, comm);
+                samples.push(SyncSample {
+                    sent,
+                    peer,
+                    received: now(),
+                });
+            }
+            if let Some(e) = estimate_offset(&samples) {
+                offset = e.offset_ns;
+                let m = ClockMap::from_offset(&e, ref_epoch, 0.0);
+                let h = host_of[me];
+                mine[3 * h] = m.epoch;
+                mine[3 * h + 1] = m.offset_ns.to_bits();
+                mine[3 * h + 2] = e.uncertainty_ns.to_bits();
             }
         }
-    } else if leader(host_of[me]) == me {
-        let mut samples = Vec::with_capacity(ROUNDS);
-        for _ in 0..ROUNDS {
-            let sent = now();
-            PMPI_Send((&sent as *const u64).cast(), 1, c.uint64, 0, 21, comm);
-            let mut peer: u64 = 0;
-            PMPI_Recv(
-                (&mut peer as *mut u64).cast(),
-                1,
-                c.uint64,
-                0,
-                22,
-                comm,
-                &mut st,
-            );
-            samples.push(SyncSample {
-                sent,
-                peer,
-                received: now(),
-            });
-        }
-        if let Some(e) = estimate_offset(&samples) {
-            offset = e.offset_ns;
-            let m = ClockMap::from_offset(&e, ref_epoch, 0.0);
-            let h = host_of[me];
-            mine[3 * h] = m.epoch;
-            mine[3 * h + 1] = m.offset_ns.to_bits();
-            mine[3 * h + 2] = e.uncertainty_ns.to_bits();
-        }
+        // Every rank's three words to every rank (pure data movement: no
+        // reduction operation reads the bit patterns); each host's are its
+        // leader's.
+        // Ranks that took no part, and leaders done before the others, wait
+        // asleep (see `measure_native`).
+        let mut all = vec![0u64; 3 * host_of.len()];
+        let mut req = c.request_null;
+        PMPI_Iallgather(
+            mine[3 * host_of[me]..3 * host_of[me] + 3].as_ptr().cast(),
+            3,
+            c.uint64,
+            all.as_mut_ptr().cast(),
+            3,
+            c.uint64,
+            comm,
+            &mut req,
+        );
+        lazy_wait(&mut req);
+        let l = leader(host_of[me]);
+        let map = ClockMap {
+            epoch: all[3 * l],
+            offset_ns: f64::from_bits(all[3 * l + 1]),
+            rate: 0.0,
+        };
+        // Host h's epoch in the reference time base is its epoch through its
+        // map (REF_BASE for rank 0's host), then on this clock through ours.
+        let epochs = (0..hosts)
+            .map(|h| {
+                let lh = leader(h);
+                let m = ClockMap {
+                    epoch: all[3 * lh],
+                    offset_ns: f64::from_bits(all[3 * lh + 1]),
+                    rate: 0.0,
+                };
+                let r = if h == 0 { REF_BASE } else { m.to_ref(m.epoch) };
+                map.to_local(r)
+            })
+            .collect();
+        (map, f64::from_bits(all[3 * l + 2]), offset, epochs)
     }
-    // Every rank's three words to every rank (pure data movement: no
-    // reduction operation reads the bit patterns); each host's are its
-    // leader's.
-    // Ranks that took no part, and leaders done before the others, wait
-    // asleep (see `measure_native`).
-    let mut all = vec![0u64; 3 * host_of.len()];
-    let mut req = c.request_null;
-    PMPI_Iallgather(
-        mine[3 * host_of[me]..3 * host_of[me] + 3].as_ptr().cast(),
-        3,
-        c.uint64,
-        all.as_mut_ptr().cast(),
-        3,
-        c.uint64,
-        comm,
-        &mut req,
-    );
-    lazy_wait(&mut req);
-    let l = leader(host_of[me]);
-    let map = ClockMap {
-        epoch: all[3 * l],
-        offset_ns: f64::from_bits(all[3 * l + 1]),
-        rate: 0.0,
-    };
-    // Host h's epoch in the reference time base is its epoch through its
-    // map (REF_BASE for rank 0's host), then on this clock through ours.
-    let epochs = (0..hosts)
-        .map(|h| {
-            let lh = leader(h);
-            let m = ClockMap {
-                epoch: all[3 * lh],
-                offset_ns: f64::from_bits(all[3 * lh + 1]),
-                rate: 0.0,
-            };
-            let r = if h == 0 { REF_BASE } else { m.to_ref(m.epoch) };
-            map.to_local(r)
-        })
-        .collect();
-    (map, f64::from_bits(all[3 * l + 2]), offset, epochs)
 }
 
 /// Across hosts: this rank's host tag, the number of hosts, and whether
@@ -958,59 +975,61 @@ unsafe fn settings_differ_exit(
     size: c_int,
     cfg: &Config,
 ) -> ! {
-    const NI: c_int = 400;
-    const N: usize = NI as usize;
-    let describe = format!(
-        "{}, {}, collectives {:016x}",
-        build_id(),
-        cfg,
-        crate::coll::config_hash()
-    );
-    let mut mine = describe.into_bytes();
-    mine.resize(N, 0);
-    let n = usize::try_from(abi::MAX_PROCESSOR_NAME).unwrap_or(256);
-    let mut name = processor_name().into_bytes();
-    name.resize(n, 0);
-    let p = as_index(size);
-    let mut all = vec![0u8; N * p];
-    let mut names = vec![0u8; n * p];
-    PMPI_Allgather(
-        mine.as_ptr().cast(),
-        NI,
-        c.byte,
-        all.as_mut_ptr().cast(),
-        NI,
-        c.byte,
-        comm,
-    );
-    PMPI_Allgather(
-        name.as_ptr().cast(),
-        abi::MAX_PROCESSOR_NAME,
-        c.byte,
-        names.as_mut_ptr().cast(),
-        abi::MAX_PROCESSOR_NAME,
-        c.byte,
-        comm,
-    );
-    if rank == 0 {
-        let text = |v: &[u8]| {
-            String::from_utf8_lossy(v)
-                .trim_end_matches('\0')
-                .to_string()
-        };
-        let first = (1..p)
-            .find(|&r| all[N * r..N * r + N] != all[..N])
-            .unwrap_or(0);
-        log::line(&format!(
+    unsafe {
+        const NI: c_int = 400;
+        const N: usize = NI as usize;
+        let describe = format!(
+            "{}, {}, collectives {:016x}",
+            build_id(),
+            cfg,
+            crate::coll::config_hash()
+        );
+        let mut mine = describe.into_bytes();
+        mine.resize(N, 0);
+        let n = usize::try_from(abi::MAX_PROCESSOR_NAME).unwrap_or(256);
+        let mut name = processor_name().into_bytes();
+        name.resize(n, 0);
+        let p = as_index(size);
+        let mut all = vec![0u8; N * p];
+        let mut names = vec![0u8; n * p];
+        PMPI_Allgather(
+            mine.as_ptr().cast(),
+            NI,
+            c.byte,
+            all.as_mut_ptr().cast(),
+            NI,
+            c.byte,
+            comm,
+        );
+        PMPI_Allgather(
+            name.as_ptr().cast(),
+            abi::MAX_PROCESSOR_NAME,
+            c.byte,
+            names.as_mut_ptr().cast(),
+            abi::MAX_PROCESSOR_NAME,
+            c.byte,
+            comm,
+        );
+        if rank == 0 {
+            let text = |v: &[u8]| {
+                String::from_utf8_lossy(v)
+                    .trim_end_matches('\0')
+                    .to_string()
+            };
+            let first = (1..p)
+                .find(|&r| all[N * r..N * r + N] != all[..N])
+                .unwrap_or(0);
+            log::line(&format!(
             "the ranks on host {} (rank {first}) were started with a different shim build or              LOGGP_* settings than rank 0 on host {}: {} against {}; every rank must load the              same build with the same settings",
             text(&names[n * first..n * first + n]),
             text(&names[..n]),
             text(&all[N * first..N * first + N]),
             text(&all[..N])
         ));
+        }
+        PMPI_Barrier(comm);
+        libc::_exit(1)
     }
-    PMPI_Barrier(comm);
-    libc::_exit(1)
 }
 
 /// Before the real MPI_Finalize: finish buffered sends, write the report.
@@ -1018,110 +1037,113 @@ unsafe fn settings_differ_exit(
 /// # Safety
 /// MPI must be initialised and not finalised.
 pub unsafe fn before_finalize() {
-    let Some(e) = engine::get_opt() else {
-        return;
-    };
-    if engine::active() {
-        e.flush_bsends();
-    }
-    engine::deactivate();
-    let drift_log = DRIFT_LOG.get().filter(|&&(_, _, first)| {
-        e.cfg.log >= LogLevel::Debug || (first && e.cfg.log >= LogLevel::Info)
-    });
-    if let Some(&(tag, n, _)) = drift_log {
-        let rates: Vec<String> = (1..=n as u64)
-            .filter(|&t| t != tag)
-            .map(|t| format!("host {}'s {:+.2}ppm", t - 1, e.drift_rate(t) * 1e6))
-            .collect();
-        log::line(&format!(
-            "host {} (rank {}): drift corrected on departures from {}",
-            processor_name(),
-            e.rank,
-            rates.join(", ")
-        ));
-    }
-    if e.cfg.log >= LogLevel::Debug {
-        let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
-        let k = &e.counters;
-        log::line(&format!(
-            "rank {}: {sends} sends ({bytes_sent} B), {recvs} deliveries ({bytes_recv} B), \
+    unsafe {
+        let Some(e) = engine::get_opt() else {
+            return;
+        };
+        if engine::active() {
+            e.flush_bsends();
+        }
+        engine::deactivate();
+        let drift_log = DRIFT_LOG.get().filter(|&&(_, _, first)| {
+            e.cfg.log >= LogLevel::Debug || (first && e.cfg.log >= LogLevel::Info)
+        });
+        if let Some(&(tag, n, _)) = drift_log {
+            let rates: Vec<String> = (1..=n as u64)
+                .filter(|&t| t != tag)
+                .map(|t| format!("host {}'s {:+.2}ppm", t - 1, e.drift_rate(t) * 1e6))
+                .collect();
+            log::line(&format!(
+                "host {} (rank {}): drift corrected on departures from {}",
+                processor_name(),
+                e.rank,
+                rates.join(", ")
+            ));
+        }
+        if e.cfg.log >= LogLevel::Debug {
+            let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
+            let k = &e.counters;
+            log::line(&format!(
+                "rank {}: {sends} sends ({bytes_sent} B), {recvs} deliveries ({bytes_recv} B), \
              {:.1} us holding {} deliveries, {:.1} us waiting to depart, {} probed early",
-            e.rank,
-            k.gate_wait_ns.load(Ordering::Relaxed) as f64 / 1e3,
-            k.gate_holds.load(Ordering::Relaxed),
-            k.send_wait_ns.load(Ordering::Relaxed) as f64 / 1e3,
-            k.probed.load(Ordering::Relaxed)
-        ));
-    }
-    let private = PRIVATE.get().map(|p| p.0);
-    if let (Some(path), Some(comm)) = (e.cfg.report.as_deref(), private) {
-        write_report(e, comm, path);
-    }
-    crate::coll::finalize();
-    if let Some(mut comm) = private {
-        PMPI_Comm_free(&mut comm);
+                e.rank,
+                k.gate_wait_ns.load(Ordering::Relaxed) as f64 / 1e3,
+                k.gate_holds.load(Ordering::Relaxed),
+                k.send_wait_ns.load(Ordering::Relaxed) as f64 / 1e3,
+                k.probed.load(Ordering::Relaxed)
+            ));
+        }
+        let private = PRIVATE.get().map(|p| p.0);
+        if let (Some(path), Some(comm)) = (e.cfg.report.as_deref(), private) {
+            write_report(e, comm, path);
+        }
+        crate::coll::finalize();
+        if let Some(mut comm) = private {
+            PMPI_Comm_free(&mut comm);
+        }
     }
 }
 
 unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
-    let k = &e.counters;
-    let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
-    const N: usize = 8;
-    const NC: c_int = 8;
-    let mine: [u64; N] = [
-        sends,
-        recvs,
-        bytes_sent,
-        bytes_recv,
-        k.gate_wait_ns.load(Ordering::Relaxed),
-        k.gate_holds.load(Ordering::Relaxed),
-        k.send_wait_ns.load(Ordering::Relaxed),
-        k.probed.load(Ordering::Relaxed),
-    ];
-    let per_rank = path.contains("%r");
-    let size = if per_rank {
-        1
-    } else {
-        usize::try_from(e.size).unwrap_or(1)
-    };
-    let mut all = vec![0u64; N * size];
-    // Gather through point-to-point on the private communicator (rank 0
-    // collects); the shim's own traffic bypasses the engine.
-    let mut st = Status::zeroed();
-    if per_rank {
-        all.copy_from_slice(&mine);
-    } else if e.rank == 0 {
-        all[..N].copy_from_slice(&mine);
-        for r in 1..size {
-            PMPI_Recv(
-                all[N * r..].as_mut_ptr().cast::<c_void>(),
-                NC,
-                e.c.uint64,
-                c_int::try_from(r).unwrap_or(0),
-                11,
-                comm,
-                &mut st,
-            );
-        }
-    } else {
-        PMPI_Send(mine.as_ptr().cast(), NC, e.c.uint64, 0, 11, comm);
-        return;
-    }
-    let mut ranks = Vec::new();
-    for r in 0..size {
-        let v = &all[N * r..N * r + N];
-        let r = if per_rank {
-            usize::try_from(e.rank).unwrap_or(0)
+    unsafe {
+        let k = &e.counters;
+        let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
+        const N: usize = 8;
+        const NC: c_int = 8;
+        let mine: [u64; N] = [
+            sends,
+            recvs,
+            bytes_sent,
+            bytes_recv,
+            k.gate_wait_ns.load(Ordering::Relaxed),
+            k.gate_holds.load(Ordering::Relaxed),
+            k.send_wait_ns.load(Ordering::Relaxed),
+            k.probed.load(Ordering::Relaxed),
+        ];
+        let per_rank = path.contains("%r");
+        let size = if per_rank {
+            1
         } else {
-            r
+            usize::try_from(e.size).unwrap_or(1)
         };
-        ranks.push(format!(
+        let mut all = vec![0u64; N * size];
+        // Gather through point-to-point on the private communicator (rank 0
+        // collects); the shim's own traffic bypasses the engine.
+        let mut st = Status::zeroed();
+        if per_rank {
+            all.copy_from_slice(&mine);
+        } else if e.rank == 0 {
+            all[..N].copy_from_slice(&mine);
+            for r in 1..size {
+                PMPI_Recv(
+                    all[N * r..].as_mut_ptr().cast::<c_void>(),
+                    NC,
+                    e.c.uint64,
+                    c_int::try_from(r).unwrap_or(0),
+                    11,
+                    comm,
+                    &mut st,
+                );
+            }
+        } else {
+            PMPI_Send(mine.as_ptr().cast(), NC, e.c.uint64, 0, 11, comm);
+            return;
+        }
+        let mut ranks = Vec::new();
+        for r in 0..size {
+            let v = &all[N * r..N * r + N];
+            let r = if per_rank {
+                usize::try_from(e.rank).unwrap_or(0)
+            } else {
+                r
+            };
+            ranks.push(format!(
             "{{\"rank\":{r},\"sends\":{},\"recvs\":{},\"bytes_sent\":{},\"bytes_recv\":{},\"gate_wait_ns\":{},\"gate_holds\":{},\"send_wait_ns\":{},\"probed\":{}}}",
             v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
         ));
-    }
-    let c = &e.cfg;
-    let json = format!(
+        }
+        let c = &e.cfg;
+        let json = format!(
         "{{\n  \"tool\": \"loggp-shim\",\n  \"rank\": {},\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"mpi_library\": \"{}\",\n  \"shim_built_for\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5},\"points\":[{}]}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
         if per_rank { e.rank.to_string() } else { "null".into() },
         FLAVOUR.cli_name(),
@@ -1147,11 +1169,12 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
             .join(","),
         ranks.join(",\n    ")
     );
-    let path = path.replace("%r", &e.rank.to_string());
-    if let Err(err) = std::fs::write(&path, json) {
-        log::line(&format!(
-            "LOGGP_REPORT={path:?}: cannot write the report: {err}"
-        ));
+        let path = path.replace("%r", &e.rank.to_string());
+        if let Err(err) = std::fs::write(&path, json) {
+            log::line(&format!(
+                "LOGGP_REPORT={path:?}: cannot write the report: {err}"
+            ));
+        }
     }
 }
 

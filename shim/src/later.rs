@@ -53,10 +53,12 @@ mpi_fn!(MPI_Isendrecv_replace / PMPI_Isendrecv_replace (buf: *mut c_void,
 
 /// The status slot `i` of an array, or IGNORE.
 unsafe fn slot(statuses: *mut Status, i: usize) -> *mut Status {
-    if abi::statuses_ignored(statuses) {
-        abi::STATUS_IGNORE as *mut Status
-    } else {
-        statuses.add(i)
+    unsafe {
+        if abi::statuses_ignored(statuses) {
+            abi::STATUS_IGNORE as *mut Status
+        } else {
+            statuses.add(i)
+        }
     }
 }
 

@@ -30,10 +30,12 @@ pub fn launcher_rank() -> Option<u32> {
 /// # Safety
 /// MPI must be initialised; `comm_world` is MPI_COMM_WORLD.
 pub unsafe fn abort_job(msg: Option<&str>, comm_world: crate::abi::Comm) -> ! {
-    if let Some(m) = msg {
-        line(m);
+    unsafe {
+        if let Some(m) = msg {
+            line(m);
+        }
+        libc::usleep(200_000);
+        crate::real::PMPI_Abort(comm_world, 1);
+        libc::_exit(1)
     }
-    libc::usleep(200_000);
-    crate::real::PMPI_Abort(comm_world, 1);
-    libc::_exit(1)
 }

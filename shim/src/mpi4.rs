@@ -22,11 +22,13 @@ use std::ffi::{c_int, c_void};
 
 /// Stops the job: `what` cannot be emulated.
 unsafe fn refuse(what: &str) -> c_int {
-    let msg = format!(
-        "{what} is not supported while virtual time is on (a LOGGP_* knob is set); \
+    unsafe {
+        let msg = format!(
+            "{what} is not supported while virtual time is on (a LOGGP_* knob is set); \
          its messages would bypass the emulated network. Stopping."
-    );
-    log::abort_job(Some(&msg), engine::get().c.comm_world)
+        );
+        log::abort_job(Some(&msg), engine::get().c.comm_world)
+    }
 }
 
 fn small(n: Count) -> Option<c_int> {
@@ -38,67 +40,73 @@ fn small(n: Count) -> Option<c_int> {
 /// end to end (the same type map as `count × dt`; only `int` calls, which
 /// both MPIs have), which `release` frees.
 unsafe fn as_int(count: Count, dt: Datatype) -> Result<(c_int, Datatype, bool), c_int> {
-    if let Some(n) = small(count) {
-        return Ok((n, dt, false));
+    unsafe {
+        if let Some(n) = small(count) {
+            return Ok((n, dt, false));
+        }
+        const CHUNK: Count = 1 << 30;
+        let (mut lb, mut ext): (abi::Aint, abi::Aint) = (0, 0);
+        let rc = real::PMPI_Type_get_extent(dt, &mut lb, &mut ext);
+        if rc != abi::SUCCESS {
+            return Err(rc);
+        }
+        // Beyond any memory: the casts below cannot truncate under this.
+        if count > 1 << 50 {
+            return Err(refuse("a large-count call with a count above 2^50"));
+        }
+        let mut lens: Vec<c_int> = Vec::new();
+        let mut disps: Vec<abi::Aint> = Vec::new();
+        let mut left = count;
+        #[allow(clippy::cast_possible_truncation)]
+        while left > 0 {
+            let n = left.min(CHUNK);
+            disps.push((count - left) as abi::Aint * ext);
+            lens.push(n as c_int);
+            left -= n;
+        }
+        #[allow(clippy::cast_possible_truncation)]
+        let blocks = lens.len() as c_int;
+        let types = vec![dt; lens.len()];
+        let mut t = dt;
+        let rc = real::PMPI_Type_create_struct(
+            blocks,
+            lens.as_ptr(),
+            disps.as_ptr(),
+            types.as_ptr(),
+            &mut t,
+        );
+        if rc != abi::SUCCESS {
+            return Err(rc);
+        }
+        let rc = real::PMPI_Type_commit(&mut t);
+        if rc != abi::SUCCESS {
+            real::PMPI_Type_free(&mut t);
+            return Err(rc);
+        }
+        Ok((1, t, true))
     }
-    const CHUNK: Count = 1 << 30;
-    let (mut lb, mut ext): (abi::Aint, abi::Aint) = (0, 0);
-    let rc = real::PMPI_Type_get_extent(dt, &mut lb, &mut ext);
-    if rc != abi::SUCCESS {
-        return Err(rc);
-    }
-    // Beyond any memory: the casts below cannot truncate under this.
-    if count > 1 << 50 {
-        return Err(refuse("a large-count call with a count above 2^50"));
-    }
-    let mut lens: Vec<c_int> = Vec::new();
-    let mut disps: Vec<abi::Aint> = Vec::new();
-    let mut left = count;
-    #[allow(clippy::cast_possible_truncation)]
-    while left > 0 {
-        let n = left.min(CHUNK);
-        disps.push((count - left) as abi::Aint * ext);
-        lens.push(n as c_int);
-        left -= n;
-    }
-    #[allow(clippy::cast_possible_truncation)]
-    let blocks = lens.len() as c_int;
-    let types = vec![dt; lens.len()];
-    let mut t = dt;
-    let rc = real::PMPI_Type_create_struct(
-        blocks,
-        lens.as_ptr(),
-        disps.as_ptr(),
-        types.as_ptr(),
-        &mut t,
-    );
-    if rc != abi::SUCCESS {
-        return Err(rc);
-    }
-    let rc = real::PMPI_Type_commit(&mut t);
-    if rc != abi::SUCCESS {
-        real::PMPI_Type_free(&mut t);
-        return Err(rc);
-    }
-    Ok((1, t, true))
 }
 
 /// Frees a datatype `as_int` made.
 unsafe fn release(mut t: Datatype, made: bool) {
-    if made {
-        real::PMPI_Type_free(&mut t);
+    unsafe {
+        if made {
+            real::PMPI_Type_free(&mut t);
+        }
     }
 }
 
 /// Runs `f` with `count × dt` as an `int` count and a datatype.
 unsafe fn with_int(count: Count, dt: Datatype, f: impl FnOnce(c_int, Datatype) -> c_int) -> c_int {
-    match as_int(count, dt) {
-        Ok((n, t, made)) => {
-            let rc = f(n, t);
-            release(t, made);
-            rc
+    unsafe {
+        match as_int(count, dt) {
+            Ok((n, t, made)) => {
+                let rc = f(n, t);
+                release(t, made);
+                rc
+            }
+            Err(rc) => rc,
         }
-        Err(rc) => rc,
     }
 }
 

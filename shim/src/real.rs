@@ -43,9 +43,12 @@ macro_rules! reals {
                 }
                 P.store(f, Ordering::Relaxed);
             }
-            // SAFETY: the symbol has the C signature declared by mpi.h.
-            let f: unsafe extern "C" fn($($ty),*) -> c_int = std::mem::transmute(f);
-            f($($arg),*)
+            // SAFETY: the symbol has the C signature declared by mpi.h, and
+            // the caller passes arguments valid for it.
+            unsafe {
+                let f: unsafe extern "C" fn($($ty),*) -> c_int = std::mem::transmute(f);
+                f($($arg),*)
+            }
         }
     )*};
 }

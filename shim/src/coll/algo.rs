@@ -31,70 +31,72 @@ fn seg_elems(seg: u64, t: &Ty, n: usize) -> usize {
 // ------------------------------------------------------------------ Barrier
 
 pub async unsafe fn barrier(c: &Ctx, alg: Alg) -> R {
-    let (p, r) = (c.p(), c.r());
-    let byte = c.e.c.byte;
-    let mut zb = [0u8; 1];
-    let z: *mut c_void = zb.as_mut_ptr().cast();
-    if p < 2 {
-        return Ok(());
-    }
-    match alg {
-        Alg::Linear => {
-            let t = tree(Alg::Linear, r, p);
-            if let Some(par) = t.parent {
-                c.send(z, 0, byte, par).await?;
-                return c.recv(z, 0, byte, par).await;
-            }
-            let mut reqs = Vec::new();
-            for &i in &t.children {
-                c.irecv(z, 0, byte, i, &mut reqs)?;
-            }
-            c.waitall(&mut reqs).await?;
-            for &i in &t.children {
-                c.isend(z, 0, byte, i, &mut reqs)?;
-            }
-            c.waitall(&mut reqs).await
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        let byte = c.e.c.byte;
+        let mut zb = [0u8; 1];
+        let z: *mut c_void = zb.as_mut_ptr().cast();
+        if p < 2 {
+            return Ok(());
         }
-        Alg::Ring => {
-            // Double ring: a token from rank 0 goes around twice.
-            let (left, right) = sched::ring(r, p);
-            for _ in 0..2 {
-                if r == 0 {
-                    c.send(z, 0, byte, right).await?;
-                    c.recv(z, 0, byte, left).await?;
-                } else {
-                    c.recv(z, 0, byte, left).await?;
-                    c.send(z, 0, byte, right).await?;
+        match alg {
+            Alg::Linear => {
+                let t = tree(Alg::Linear, r, p);
+                if let Some(par) = t.parent {
+                    c.send(z, 0, byte, par).await?;
+                    return c.recv(z, 0, byte, par).await;
                 }
+                let mut reqs = Vec::new();
+                for &i in &t.children {
+                    c.irecv(z, 0, byte, i, &mut reqs)?;
+                }
+                c.waitall(&mut reqs).await?;
+                for &i in &t.children {
+                    c.isend(z, 0, byte, i, &mut reqs)?;
+                }
+                c.waitall(&mut reqs).await
             }
-            Ok(())
-        }
-        // Extra ranks report to a partner first and are released last
-        // (⌊log2 P⌋ + 2 steps when P is not a power of two).
-        Alg::RecursiveDoubling => match sched::doubling_barrier(r, p) {
-            Doubling::Extra { partner } => {
-                c.send(z, 0, byte, partner).await?;
-                c.recv(z, 0, byte, partner).await
-            }
-            Doubling::Core { extra, peers } => {
-                if let Some(e) = extra {
-                    c.recv(z, 0, byte, e).await?;
-                }
-                for d in peers {
-                    c.sendrecv(z, 0, byte, d, z, 0, byte, d).await?;
-                }
-                if let Some(e) = extra {
-                    c.send(z, 0, byte, e).await?;
+            Alg::Ring => {
+                // Double ring: a token from rank 0 goes around twice.
+                let (left, right) = sched::ring(r, p);
+                for _ in 0..2 {
+                    if r == 0 {
+                        c.send(z, 0, byte, right).await?;
+                        c.recv(z, 0, byte, left).await?;
+                    } else {
+                        c.recv(z, 0, byte, left).await?;
+                        c.send(z, 0, byte, right).await?;
+                    }
                 }
                 Ok(())
             }
-        },
-        // Bruck / dissemination: ⌈log2 P⌉ rounds.
-        _ => {
-            for (to, from) in sched::dissemination(r, p) {
-                c.sendrecv(z, 0, byte, to, z, 0, byte, from).await?;
+            // Extra ranks report to a partner first and are released last
+            // (⌊log2 P⌋ + 2 steps when P is not a power of two).
+            Alg::RecursiveDoubling => match sched::doubling_barrier(r, p) {
+                Doubling::Extra { partner } => {
+                    c.send(z, 0, byte, partner).await?;
+                    c.recv(z, 0, byte, partner).await
+                }
+                Doubling::Core { extra, peers } => {
+                    if let Some(e) = extra {
+                        c.recv(z, 0, byte, e).await?;
+                    }
+                    for d in peers {
+                        c.sendrecv(z, 0, byte, d, z, 0, byte, d).await?;
+                    }
+                    if let Some(e) = extra {
+                        c.send(z, 0, byte, e).await?;
+                    }
+                    Ok(())
+                }
+            },
+            // Bruck / dissemination: ⌈log2 P⌉ rounds.
+            _ => {
+                for (to, from) in sched::dissemination(r, p) {
+                    c.sendrecv(z, 0, byte, to, z, 0, byte, from).await?;
+                }
+                Ok(())
             }
-            Ok(())
         }
     }
 }
@@ -109,26 +111,28 @@ pub async unsafe fn bcast(
     dt: Datatype,
     root: usize,
 ) -> R {
-    let p = c.p();
-    let t = Ty::of(dt);
-    if p < 2 || n == 0 || t.size == 0 {
-        return Ok(());
-    }
-    let vr = to_virtual(c.r(), root, p);
-    let real = |v: usize| to_real(v, root, p);
-    let tr = tree(ch.alg, vr, p);
-    let mut reqs: Vec<Request> = Vec::new();
-    for (s, len) in segments(n, seg_elems(ch.seg, &t, n)) {
-        let sp = t.at(buf, s);
-        if let Some(par) = tr.parent {
-            c.recv(sp, len, dt, real(par)).await?;
+    unsafe {
+        let p = c.p();
+        let t = Ty::of(dt);
+        if p < 2 || n == 0 || t.size == 0 {
+            return Ok(());
         }
-        // Largest subtree first.
-        for &k in tr.children.iter().rev() {
-            c.isend(sp, len, dt, real(k), &mut reqs)?;
+        let vr = to_virtual(c.r(), root, p);
+        let real = |v: usize| to_real(v, root, p);
+        let tr = tree(ch.alg, vr, p);
+        let mut reqs: Vec<Request> = Vec::new();
+        for (s, len) in segments(n, seg_elems(ch.seg, &t, n)) {
+            let sp = t.at(buf, s);
+            if let Some(par) = tr.parent {
+                c.recv(sp, len, dt, real(par)).await?;
+            }
+            // Largest subtree first.
+            for &k in tr.children.iter().rev() {
+                c.isend(sp, len, dt, real(k), &mut reqs)?;
+            }
         }
+        c.waitall(&mut reqs).await
     }
-    c.waitall(&mut reqs).await
 }
 
 // ------------------------------------------------------------------- Reduce
@@ -145,85 +149,87 @@ pub async unsafe fn reduce(
     op: Op,
     root: usize,
 ) -> R {
-    let (p, r) = (c.p(), c.r());
-    let t = Ty::of(dt);
-    if n == 0 {
-        return Ok(());
-    }
-    if p < 2 {
-        return c.copy(inbuf, n, dt, out, n, dt);
-    }
-    if ch.alg == Alg::Linear {
-        if r != root {
-            return c.send(inbuf, n, dt, root).await;
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        let t = Ty::of(dt);
+        if n == 0 {
+            return Ok(());
         }
-        // acc = x0 op x1 op … in rank order.
-        let mut acc = Tmp::new(&t, n);
-        let mut tmp = Tmp::new(&t, n);
-        for i in 0..p {
-            let dst = if i == 0 { acc.p() } else { tmp.p() };
-            if i == r {
-                c.copy(inbuf, n, dt, dst, n, dt)?;
-            } else {
-                c.recv(dst, n, dt, i).await?;
-            }
-            if i > 0 {
-                reduce_local(acc.p(), tmp.p(), n, dt, op)?;
-                std::mem::swap(&mut acc, &mut tmp);
-            }
+        if p < 2 {
+            return c.copy(inbuf, n, dt, out, n, dt);
         }
-        return c.copy(acc.p(), n, dt, out, n, dt);
-    }
-    let commute = commutative(op);
-    // A non-commutative op needs subtrees that are contiguous in rank
-    // order: a tree rooted at rank 0 (and no binary tree).
-    let alg = if !commute && ch.alg == Alg::Binary {
-        Alg::Binomial
-    } else {
-        ch.alg
-    };
-    let troot = if commute { root } else { 0 };
-    let vr = to_virtual(r, troot, p);
-    let real = |v: usize| to_real(v, troot, p);
-    let tr = tree(alg, vr, p);
-    let mut acc = Tmp::new(&t, n);
-    c.copy(inbuf, n, dt, acc.p(), n, dt)?;
-    let mut tmp = if tr.children.is_empty() {
-        None
-    } else {
-        Some(Tmp::new(&t, n))
-    };
-    let mut reqs: Vec<Request> = Vec::new();
-    for (s, len) in segments(n, seg_elems(ch.seg, &t, n)) {
-        let a = t.at(acc.p(), s);
-        if let Some(tmp) = tmp.as_mut() {
-            let b = t.at(tmp.p(), s);
-            for &k in &tr.children {
-                c.recv(b, len, dt, real(k)).await?;
-                if commute {
-                    reduce_local(b, a, len, dt, op)?;
+        if ch.alg == Alg::Linear {
+            if r != root {
+                return c.send(inbuf, n, dt, root).await;
+            }
+            // acc = x0 op x1 op … in rank order.
+            let mut acc = Tmp::new(&t, n);
+            let mut tmp = Tmp::new(&t, n);
+            for i in 0..p {
+                let dst = if i == 0 { acc.p() } else { tmp.p() };
+                if i == r {
+                    c.copy(inbuf, n, dt, dst, n, dt)?;
                 } else {
-                    // acc = acc op child: the child's ranks follow ours.
-                    reduce_local(a, b, len, dt, op)?;
-                    c.copy(b, len, dt, a, len, dt)?;
+                    c.recv(dst, n, dt, i).await?;
+                }
+                if i > 0 {
+                    reduce_local(acc.p(), tmp.p(), n, dt, op)?;
+                    std::mem::swap(&mut acc, &mut tmp);
                 }
             }
+            return c.copy(acc.p(), n, dt, out, n, dt);
         }
-        if let Some(par) = tr.parent {
-            c.isend(a, len, dt, real(par), &mut reqs)?;
+        let commute = commutative(op);
+        // A non-commutative op needs subtrees that are contiguous in rank
+        // order: a tree rooted at rank 0 (and no binary tree).
+        let alg = if !commute && ch.alg == Alg::Binary {
+            Alg::Binomial
+        } else {
+            ch.alg
+        };
+        let troot = if commute { root } else { 0 };
+        let vr = to_virtual(r, troot, p);
+        let real = |v: usize| to_real(v, troot, p);
+        let tr = tree(alg, vr, p);
+        let mut acc = Tmp::new(&t, n);
+        c.copy(inbuf, n, dt, acc.p(), n, dt)?;
+        let mut tmp = if tr.children.is_empty() {
+            None
+        } else {
+            Some(Tmp::new(&t, n))
+        };
+        let mut reqs: Vec<Request> = Vec::new();
+        for (s, len) in segments(n, seg_elems(ch.seg, &t, n)) {
+            let a = t.at(acc.p(), s);
+            if let Some(tmp) = tmp.as_mut() {
+                let b = t.at(tmp.p(), s);
+                for &k in &tr.children {
+                    c.recv(b, len, dt, real(k)).await?;
+                    if commute {
+                        reduce_local(b, a, len, dt, op)?;
+                    } else {
+                        // acc = acc op child: the child's ranks follow ours.
+                        reduce_local(a, b, len, dt, op)?;
+                        c.copy(b, len, dt, a, len, dt)?;
+                    }
+                }
+            }
+            if let Some(par) = tr.parent {
+                c.isend(a, len, dt, real(par), &mut reqs)?;
+            }
         }
+        c.waitall(&mut reqs).await?;
+        if troot == root {
+            if r == root {
+                c.copy(acc.p(), n, dt, out, n, dt)?;
+            }
+        } else if r == troot {
+            c.send(acc.p(), n, dt, root).await?;
+        } else if r == root {
+            c.recv(out, n, dt, troot).await?;
+        }
+        Ok(())
     }
-    c.waitall(&mut reqs).await?;
-    if troot == root {
-        if r == root {
-            c.copy(acc.p(), n, dt, out, n, dt)?;
-        }
-    } else if r == troot {
-        c.send(acc.p(), n, dt, root).await?;
-    } else if r == root {
-        c.recv(out, n, dt, troot).await?;
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------- Allreduce
@@ -237,55 +243,57 @@ pub async unsafe fn allreduce(
     dt: Datatype,
     op: Op,
 ) -> R {
-    let (p, r) = (c.p(), c.r());
-    if n == 0 {
-        return Ok(());
-    }
-    if alg == Alg::ReduceBcast {
-        let bin = Choice {
-            alg: Alg::Binomial,
-            seg: 0,
-        };
-        // Reduce copies its input before it writes `out`: in place is safe.
-        let inbuf = if in_place(inbuf) {
-            out.cast_const()
-        } else {
-            inbuf
-        };
-        reduce(c, bin, inbuf, out, n, dt, op, 0).await?;
-        return bcast(c, bin, out, n, dt, 0).await;
-    }
-    // Recursive doubling (MPICH's; rank order kept for any op): the first
-    // 2·rem ranks pair up so that a power of two takes part.
-    let t = Ty::of(dt);
-    let mut acc = Tmp::new(&t, n);
-    let mut tmp = Tmp::new(&t, n);
-    c.copy(inbuf, n, dt, acc.p(), n, dt)?;
-    match sched::doubling_allreduce(r, p) {
-        Doubling::Extra { partner } => {
-            c.send(acc.p(), n, dt, partner).await?;
-            c.recv(acc.p(), n, dt, partner).await?;
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        if n == 0 {
+            return Ok(());
         }
-        Doubling::Core { extra, peers } => {
-            if let Some(e) = extra {
-                c.recv(tmp.p(), n, dt, e).await?;
-                reduce_local(tmp.p(), acc.p(), n, dt, op)?;
+        if alg == Alg::ReduceBcast {
+            let bin = Choice {
+                alg: Alg::Binomial,
+                seg: 0,
+            };
+            // Reduce copies its input before it writes `out`: in place is safe.
+            let inbuf = if in_place(inbuf) {
+                out.cast_const()
+            } else {
+                inbuf
+            };
+            reduce(c, bin, inbuf, out, n, dt, op, 0).await?;
+            return bcast(c, bin, out, n, dt, 0).await;
+        }
+        // Recursive doubling (MPICH's; rank order kept for any op): the first
+        // 2·rem ranks pair up so that a power of two takes part.
+        let t = Ty::of(dt);
+        let mut acc = Tmp::new(&t, n);
+        let mut tmp = Tmp::new(&t, n);
+        c.copy(inbuf, n, dt, acc.p(), n, dt)?;
+        match sched::doubling_allreduce(r, p) {
+            Doubling::Extra { partner } => {
+                c.send(acc.p(), n, dt, partner).await?;
+                c.recv(acc.p(), n, dt, partner).await?;
             }
-            for dst in peers {
-                c.sendrecv(acc.p(), n, dt, dst, tmp.p(), n, dt, dst).await?;
-                if dst < r {
+            Doubling::Core { extra, peers } => {
+                if let Some(e) = extra {
+                    c.recv(tmp.p(), n, dt, e).await?;
                     reduce_local(tmp.p(), acc.p(), n, dt, op)?;
-                } else {
-                    reduce_local(acc.p(), tmp.p(), n, dt, op)?;
-                    std::mem::swap(&mut acc, &mut tmp);
+                }
+                for dst in peers {
+                    c.sendrecv(acc.p(), n, dt, dst, tmp.p(), n, dt, dst).await?;
+                    if dst < r {
+                        reduce_local(tmp.p(), acc.p(), n, dt, op)?;
+                    } else {
+                        reduce_local(acc.p(), tmp.p(), n, dt, op)?;
+                        std::mem::swap(&mut acc, &mut tmp);
+                    }
+                }
+                if let Some(e) = extra {
+                    c.send(acc.p(), n, dt, e).await?;
                 }
             }
-            if let Some(e) = extra {
-                c.send(acc.p(), n, dt, e).await?;
-            }
         }
+        c.copy(acc.p(), n, dt, out, n, dt)
     }
-    c.copy(acc.p(), n, dt, out, n, dt)
 }
 
 // ----------------------------------------------------------- Gather/Scatter
@@ -302,161 +310,165 @@ pub struct Bufs {
 }
 
 pub async unsafe fn gather(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
-    let (p, r) = (c.p(), c.r());
-    let is_root = r == root;
-    // MPI ignores the receive arguments at the non-roots, and the send
-    // count and type at a root that gathers in place: they may be -1 and
-    // MPI_DATATYPE_NULL, so only the significant side is looked at.
-    let rt = is_root.then(|| Ty::of(b.rdt));
-    let own_in_place = is_root && in_place(b.sbuf);
-    if is_root && !own_in_place {
-        let rt = rt.expect("root");
-        c.copy(
-            b.sbuf,
-            b.scount,
-            b.sdt,
-            rt.at(b.rbuf, root * b.rcount),
-            b.rcount,
-            b.rdt,
-        )?;
-    }
-    let nb = match rt {
-        Some(rt) => rt.bytes(b.rcount),
-        None => Ty::of(b.sdt).bytes(b.scount),
-    };
-    if p < 2 || nb == 0 {
-        return Ok(());
-    }
-    if alg == Alg::Linear {
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        let is_root = r == root;
+        // MPI ignores the receive arguments at the non-roots, and the send
+        // count and type at a root that gathers in place: they may be -1 and
+        // MPI_DATATYPE_NULL, so only the significant side is looked at.
+        let rt = is_root.then(|| Ty::of(b.rdt));
+        let own_in_place = is_root && in_place(b.sbuf);
+        if is_root && !own_in_place {
+            let rt = rt.expect("root");
+            c.copy(
+                b.sbuf,
+                b.scount,
+                b.sdt,
+                rt.at(b.rbuf, root * b.rcount),
+                b.rcount,
+                b.rdt,
+            )?;
+        }
+        let nb = match rt {
+            Some(rt) => rt.bytes(b.rcount),
+            None => Ty::of(b.sdt).bytes(b.scount),
+        };
+        if p < 2 || nb == 0 {
+            return Ok(());
+        }
+        if alg == Alg::Linear {
+            if !is_root {
+                return c.send(b.sbuf, b.scount, b.sdt, root).await;
+            }
+            let rt = rt.expect("root");
+            let mut reqs = Vec::new();
+            for i in (0..p).filter(|&i| i != root) {
+                c.irecv(rt.at(b.rbuf, i * b.rcount), b.rcount, b.rdt, i, &mut reqs)?;
+            }
+            return c.waitall(&mut reqs).await;
+        }
+        // Binomial: each subtree's blocks travel packed, in virtual order.
+        let vr = to_virtual(r, root, p);
+        let end = subtree_end(vr, p);
+        let mut tmp = vec![0u8; (end - vr) * nb];
         if !is_root {
-            return c.send(b.sbuf, b.scount, b.sdt, root).await;
+            let mut pos: c_int = 0;
+            c.pack(b.sbuf, b.scount, b.sdt, &mut tmp[..nb], &mut pos)?;
+        }
+        let mut reqs = Vec::new();
+        for &k in &tree(Alg::Binomial, vr, p).children {
+            let (lo, hi) = ((k - vr) * nb, (subtree_end(k, p) - vr) * nb);
+            c.irecv(
+                tmp[lo..].as_mut_ptr().cast(),
+                hi - lo,
+                c.e.c.byte,
+                to_real(k, root, p),
+                &mut reqs,
+            )?;
+        }
+        c.waitall(&mut reqs).await?;
+        if let Some(par) = binomial_parent(vr) {
+            return c
+                .send(
+                    tmp.as_ptr().cast(),
+                    tmp.len(),
+                    c.e.c.byte,
+                    to_real(par, root, p),
+                )
+                .await;
         }
         let rt = rt.expect("root");
-        let mut reqs = Vec::new();
-        for i in (0..p).filter(|&i| i != root) {
-            c.irecv(rt.at(b.rbuf, i * b.rcount), b.rcount, b.rdt, i, &mut reqs)?;
+        for v in 1..p {
+            let i = to_real(v, root, p);
+            c.unpack(
+                &tmp[v * nb..(v + 1) * nb],
+                rt.at(b.rbuf, i * b.rcount),
+                b.rcount,
+                b.rdt,
+            )?;
         }
-        return c.waitall(&mut reqs).await;
+        Ok(())
     }
-    // Binomial: each subtree's blocks travel packed, in virtual order.
-    let vr = to_virtual(r, root, p);
-    let end = subtree_end(vr, p);
-    let mut tmp = vec![0u8; (end - vr) * nb];
-    if !is_root {
-        let mut pos: c_int = 0;
-        c.pack(b.sbuf, b.scount, b.sdt, &mut tmp[..nb], &mut pos)?;
-    }
-    let mut reqs = Vec::new();
-    for &k in &tree(Alg::Binomial, vr, p).children {
-        let (lo, hi) = ((k - vr) * nb, (subtree_end(k, p) - vr) * nb);
-        c.irecv(
-            tmp[lo..].as_mut_ptr().cast(),
-            hi - lo,
-            c.e.c.byte,
-            to_real(k, root, p),
-            &mut reqs,
-        )?;
-    }
-    c.waitall(&mut reqs).await?;
-    if let Some(par) = binomial_parent(vr) {
-        return c
-            .send(
-                tmp.as_ptr().cast(),
-                tmp.len(),
-                c.e.c.byte,
-                to_real(par, root, p),
-            )
-            .await;
-    }
-    let rt = rt.expect("root");
-    for v in 1..p {
-        let i = to_real(v, root, p);
-        c.unpack(
-            &tmp[v * nb..(v + 1) * nb],
-            rt.at(b.rbuf, i * b.rcount),
-            b.rcount,
-            b.rdt,
-        )?;
-    }
-    Ok(())
 }
 
 pub async unsafe fn scatter(c: &Ctx, alg: Alg, b: Bufs, root: usize) -> R {
-    let (p, r) = (c.p(), c.r());
-    let is_root = r == root;
-    // MPI ignores the send arguments at the non-roots, and the receive
-    // count and type at a root that scatters in place (see `gather`).
-    let st = is_root.then(|| Ty::of(b.sdt));
-    if is_root && !in_place(b.rbuf) {
-        let st = st.expect("root");
-        c.copy(
-            st.at(b.sbuf, root * b.scount),
-            b.scount,
-            b.sdt,
-            b.rbuf,
-            b.rcount,
-            b.rdt,
-        )?;
-    }
-    let nb = match st {
-        Some(st) => st.bytes(b.scount),
-        None => Ty::of(b.rdt).bytes(b.rcount),
-    };
-    if p < 2 || nb == 0 {
-        return Ok(());
-    }
-    if alg == Alg::Linear {
-        if !is_root {
-            return c.recv(b.rbuf, b.rcount, b.rdt, root).await;
-        }
-        let st = st.expect("root");
-        let mut reqs = Vec::new();
-        for i in (0..p).filter(|&i| i != root) {
-            c.isend(st.at(b.sbuf, i * b.scount), b.scount, b.sdt, i, &mut reqs)?;
-        }
-        return c.waitall(&mut reqs).await;
-    }
-    let vr = to_virtual(r, root, p);
-    let end = subtree_end(vr, p);
-    let mut tmp = vec![0u8; (end - vr) * nb];
-    if let Some(st) = st {
-        for v in 1..p {
-            let i = to_real(v, root, p);
-            let mut pos: c_int = 0;
-            c.pack(
-                st.at(b.sbuf, i * b.scount),
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        let is_root = r == root;
+        // MPI ignores the send arguments at the non-roots, and the receive
+        // count and type at a root that scatters in place (see `gather`).
+        let st = is_root.then(|| Ty::of(b.sdt));
+        if is_root && !in_place(b.rbuf) {
+            let st = st.expect("root");
+            c.copy(
+                st.at(b.sbuf, root * b.scount),
                 b.scount,
                 b.sdt,
-                &mut tmp[v * nb..(v + 1) * nb],
-                &mut pos,
+                b.rbuf,
+                b.rcount,
+                b.rdt,
             )?;
         }
-    } else if let Some(par) = binomial_parent(vr) {
-        let len = tmp.len();
-        c.recv(
-            tmp.as_mut_ptr().cast(),
-            len,
-            c.e.c.byte,
-            to_real(par, root, p),
-        )
-        .await?;
+        let nb = match st {
+            Some(st) => st.bytes(b.scount),
+            None => Ty::of(b.rdt).bytes(b.rcount),
+        };
+        if p < 2 || nb == 0 {
+            return Ok(());
+        }
+        if alg == Alg::Linear {
+            if !is_root {
+                return c.recv(b.rbuf, b.rcount, b.rdt, root).await;
+            }
+            let st = st.expect("root");
+            let mut reqs = Vec::new();
+            for i in (0..p).filter(|&i| i != root) {
+                c.isend(st.at(b.sbuf, i * b.scount), b.scount, b.sdt, i, &mut reqs)?;
+            }
+            return c.waitall(&mut reqs).await;
+        }
+        let vr = to_virtual(r, root, p);
+        let end = subtree_end(vr, p);
+        let mut tmp = vec![0u8; (end - vr) * nb];
+        if let Some(st) = st {
+            for v in 1..p {
+                let i = to_real(v, root, p);
+                let mut pos: c_int = 0;
+                c.pack(
+                    st.at(b.sbuf, i * b.scount),
+                    b.scount,
+                    b.sdt,
+                    &mut tmp[v * nb..(v + 1) * nb],
+                    &mut pos,
+                )?;
+            }
+        } else if let Some(par) = binomial_parent(vr) {
+            let len = tmp.len();
+            c.recv(
+                tmp.as_mut_ptr().cast(),
+                len,
+                c.e.c.byte,
+                to_real(par, root, p),
+            )
+            .await?;
+        }
+        let mut reqs = Vec::new();
+        for &k in tree(Alg::Binomial, vr, p).children.iter().rev() {
+            let (lo, hi) = ((k - vr) * nb, (subtree_end(k, p) - vr) * nb);
+            c.isend(
+                tmp[lo..].as_ptr().cast(),
+                hi - lo,
+                c.e.c.byte,
+                to_real(k, root, p),
+                &mut reqs,
+            )?;
+        }
+        c.waitall(&mut reqs).await?;
+        if !is_root {
+            c.unpack(&tmp[..nb], b.rbuf, b.rcount, b.rdt)?;
+        }
+        Ok(())
     }
-    let mut reqs = Vec::new();
-    for &k in tree(Alg::Binomial, vr, p).children.iter().rev() {
-        let (lo, hi) = ((k - vr) * nb, (subtree_end(k, p) - vr) * nb);
-        c.isend(
-            tmp[lo..].as_ptr().cast(),
-            hi - lo,
-            c.e.c.byte,
-            to_real(k, root, p),
-            &mut reqs,
-        )?;
-    }
-    c.waitall(&mut reqs).await?;
-    if !is_root {
-        c.unpack(&tmp[..nb], b.rbuf, b.rcount, b.rdt)?;
-    }
-    Ok(())
 }
 
 /// Gatherv (linear): `counts`/`displs` are significant at the root only.
@@ -467,29 +479,31 @@ pub async unsafe fn gatherv(
     displs: *const c_int,
     root: usize,
 ) -> R {
-    let (p, r) = (c.p(), c.r());
-    if r != root {
-        if b.scount == 0 {
-            return Ok(());
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        if r != root {
+            if b.scount == 0 {
+                return Ok(());
+            }
+            return c.send(b.sbuf, b.scount, b.sdt, root).await;
         }
-        return c.send(b.sbuf, b.scount, b.sdt, root).await;
-    }
-    let rt = Ty::of(b.rdt);
-    let at = |i: usize| {
-        rt.at(b.rbuf, 0)
-            .wrapping_byte_offset(*displs.add(i) as isize * rt.ext)
-    };
-    if !in_place(b.sbuf) {
-        c.copy(b.sbuf, b.scount, b.sdt, at(r), count(*counts.add(r)), b.rdt)?;
-    }
-    let mut reqs = Vec::new();
-    for i in (0..p).filter(|&i| i != root) {
-        let n = count(*counts.add(i));
-        if n > 0 {
-            c.irecv(at(i), n, b.rdt, i, &mut reqs)?;
+        let rt = Ty::of(b.rdt);
+        let at = |i: usize| {
+            rt.at(b.rbuf, 0)
+                .wrapping_byte_offset(*displs.add(i) as isize * rt.ext)
+        };
+        if !in_place(b.sbuf) {
+            c.copy(b.sbuf, b.scount, b.sdt, at(r), count(*counts.add(r)), b.rdt)?;
         }
+        let mut reqs = Vec::new();
+        for i in (0..p).filter(|&i| i != root) {
+            let n = count(*counts.add(i));
+            if n > 0 {
+                c.irecv(at(i), n, b.rdt, i, &mut reqs)?;
+            }
+        }
+        c.waitall(&mut reqs).await
     }
-    c.waitall(&mut reqs).await
 }
 
 /// Scatterv (linear): `counts`/`displs` are significant at the root only.
@@ -500,162 +514,170 @@ pub async unsafe fn scatterv(
     displs: *const c_int,
     root: usize,
 ) -> R {
-    let (p, r) = (c.p(), c.r());
-    if r != root {
-        if b.rcount == 0 {
-            return Ok(());
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        if r != root {
+            if b.rcount == 0 {
+                return Ok(());
+            }
+            return c.recv(b.rbuf, b.rcount, b.rdt, root).await;
         }
-        return c.recv(b.rbuf, b.rcount, b.rdt, root).await;
-    }
-    let st = Ty::of(b.sdt);
-    let at = |i: usize| {
-        st.at(b.sbuf, 0)
-            .wrapping_byte_offset(*displs.add(i) as isize * st.ext)
-    };
-    if !in_place(b.rbuf) {
-        c.copy(at(r), count(*counts.add(r)), b.sdt, b.rbuf, b.rcount, b.rdt)?;
-    }
-    let mut reqs = Vec::new();
-    for i in (0..p).filter(|&i| i != root) {
-        let n = count(*counts.add(i));
-        if n > 0 {
-            c.isend(at(i), n, b.sdt, i, &mut reqs)?;
+        let st = Ty::of(b.sdt);
+        let at = |i: usize| {
+            st.at(b.sbuf, 0)
+                .wrapping_byte_offset(*displs.add(i) as isize * st.ext)
+        };
+        if !in_place(b.rbuf) {
+            c.copy(at(r), count(*counts.add(r)), b.sdt, b.rbuf, b.rcount, b.rdt)?;
         }
+        let mut reqs = Vec::new();
+        for i in (0..p).filter(|&i| i != root) {
+            let n = count(*counts.add(i));
+            if n > 0 {
+                c.isend(at(i), n, b.sdt, i, &mut reqs)?;
+            }
+        }
+        c.waitall(&mut reqs).await
     }
-    c.waitall(&mut reqs).await
 }
 
 // ---------------------------------------------------------------- Allgather
 
 pub async unsafe fn allgather(c: &Ctx, alg: Alg, b: Bufs) -> R {
-    let (p, r) = (c.p(), c.r());
-    let rt = Ty::of(b.rdt);
-    let n = b.rcount;
-    if !in_place(b.sbuf) {
-        c.copy(b.sbuf, b.scount, b.sdt, rt.at(b.rbuf, r * n), n, b.rdt)?;
-    }
-    if p < 2 || rt.bytes(n) == 0 {
-        return Ok(());
-    }
-    if alg == Alg::RecursiveDoubling && p.is_power_of_two() {
-        for (m, d) in sched::hypercube(r, p) {
-            let (mine, theirs) = (r & !(m - 1), d & !(m - 1));
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        let rt = Ty::of(b.rdt);
+        let n = b.rcount;
+        if !in_place(b.sbuf) {
+            c.copy(b.sbuf, b.scount, b.sdt, rt.at(b.rbuf, r * n), n, b.rdt)?;
+        }
+        if p < 2 || rt.bytes(n) == 0 {
+            return Ok(());
+        }
+        if alg == Alg::RecursiveDoubling && p.is_power_of_two() {
+            for (m, d) in sched::hypercube(r, p) {
+                let (mine, theirs) = (r & !(m - 1), d & !(m - 1));
+                c.sendrecv(
+                    rt.at(b.rbuf, mine * n),
+                    m * n,
+                    b.rdt,
+                    d,
+                    rt.at(b.rbuf, theirs * n),
+                    m * n,
+                    b.rdt,
+                    d,
+                )
+                .await?;
+            }
+            return Ok(());
+        }
+        // Ring (also recursive doubling's fallback when P is not a power of 2).
+        let (left, right) = sched::ring(r, p);
+        for k in 0..p - 1 {
+            let (sb, rb) = sched::ring_blocks(r, p, k);
             c.sendrecv(
-                rt.at(b.rbuf, mine * n),
-                m * n,
+                rt.at(b.rbuf, sb * n),
+                n,
                 b.rdt,
-                d,
-                rt.at(b.rbuf, theirs * n),
-                m * n,
+                right,
+                rt.at(b.rbuf, rb * n),
+                n,
                 b.rdt,
-                d,
+                left,
             )
             .await?;
         }
-        return Ok(());
+        Ok(())
     }
-    // Ring (also recursive doubling's fallback when P is not a power of 2).
-    let (left, right) = sched::ring(r, p);
-    for k in 0..p - 1 {
-        let (sb, rb) = sched::ring_blocks(r, p, k);
-        c.sendrecv(
-            rt.at(b.rbuf, sb * n),
-            n,
-            b.rdt,
-            right,
-            rt.at(b.rbuf, rb * n),
-            n,
-            b.rdt,
-            left,
-        )
-        .await?;
-    }
-    Ok(())
 }
 
 /// Allgatherv (ring).
 pub async unsafe fn allgatherv(c: &Ctx, b: Bufs, counts: *const c_int, displs: *const c_int) -> R {
-    let (p, r) = (c.p(), c.r());
-    let rt = Ty::of(b.rdt);
-    let at = |i: usize| {
-        rt.at(b.rbuf, 0)
-            .wrapping_byte_offset(*displs.add(i) as isize * rt.ext)
-    };
-    let cnt = |i: usize| count(*counts.add(i));
-    if !in_place(b.sbuf) {
-        c.copy(b.sbuf, b.scount, b.sdt, at(r), cnt(r), b.rdt)?;
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        let rt = Ty::of(b.rdt);
+        let at = |i: usize| {
+            rt.at(b.rbuf, 0)
+                .wrapping_byte_offset(*displs.add(i) as isize * rt.ext)
+        };
+        let cnt = |i: usize| count(*counts.add(i));
+        if !in_place(b.sbuf) {
+            c.copy(b.sbuf, b.scount, b.sdt, at(r), cnt(r), b.rdt)?;
+        }
+        if p < 2 {
+            return Ok(());
+        }
+        let (left, right) = sched::ring(r, p);
+        for k in 0..p - 1 {
+            let (sb, rb) = sched::ring_blocks(r, p, k);
+            c.sendrecv(at(sb), cnt(sb), b.rdt, right, at(rb), cnt(rb), b.rdt, left)
+                .await?;
+        }
+        Ok(())
     }
-    if p < 2 {
-        return Ok(());
-    }
-    let (left, right) = sched::ring(r, p);
-    for k in 0..p - 1 {
-        let (sb, rb) = sched::ring_blocks(r, p, k);
-        c.sendrecv(at(sb), cnt(sb), b.rdt, right, at(rb), cnt(rb), b.rdt, left)
-            .await?;
-    }
-    Ok(())
 }
 
 // ----------------------------------------------------------------- Alltoall
 
 pub async unsafe fn alltoall(c: &Ctx, alg: Alg, b: Bufs) -> R {
-    let (p, r) = (c.p(), c.r());
-    let rt = Ty::of(b.rdt);
-    let mut saved = None;
-    let b = if in_place(b.sbuf) {
-        // The data to send is in rbuf, which the receives overwrite.
-        let mut t = Tmp::new(&rt, p * b.rcount);
-        c.copy(b.rbuf, p * b.rcount, b.rdt, t.p(), p * b.rcount, b.rdt)?;
-        let sbuf = t.p().cast_const();
-        saved = Some(t);
-        Bufs {
-            sbuf,
-            scount: b.rcount,
-            sdt: b.rdt,
-            ..b
-        }
-    } else {
-        b
-    };
-    let st = Ty::of(b.sdt);
-    let (sn, rn) = (b.scount, b.rcount);
-    c.copy(
-        st.at(b.sbuf, r * sn),
-        sn,
-        b.sdt,
-        rt.at(b.rbuf, r * rn),
-        rn,
-        b.rdt,
-    )?;
-    if p >= 2 && rt.bytes(rn) > 0 {
-        if alg == Alg::Linear {
-            let mut reqs = Vec::new();
-            for (_, i) in sched::pairwise(r, p) {
-                c.irecv(rt.at(b.rbuf, i * rn), rn, b.rdt, i, &mut reqs)?;
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        let rt = Ty::of(b.rdt);
+        let mut saved = None;
+        let b = if in_place(b.sbuf) {
+            // The data to send is in rbuf, which the receives overwrite.
+            let mut t = Tmp::new(&rt, p * b.rcount);
+            c.copy(b.rbuf, p * b.rcount, b.rdt, t.p(), p * b.rcount, b.rdt)?;
+            let sbuf = t.p().cast_const();
+            saved = Some(t);
+            Bufs {
+                sbuf,
+                scount: b.rcount,
+                sdt: b.rdt,
+                ..b
             }
-            for (i, _) in sched::pairwise(r, p) {
-                c.isend(st.at(b.sbuf, i * sn), sn, b.sdt, i, &mut reqs)?;
-            }
-            c.waitall(&mut reqs).await?;
         } else {
-            for (to, from) in sched::pairwise(r, p) {
-                c.sendrecv(
-                    st.at(b.sbuf, to * sn),
-                    sn,
-                    b.sdt,
-                    to,
-                    rt.at(b.rbuf, from * rn),
-                    rn,
-                    b.rdt,
-                    from,
-                )
-                .await?;
+            b
+        };
+        let st = Ty::of(b.sdt);
+        let (sn, rn) = (b.scount, b.rcount);
+        c.copy(
+            st.at(b.sbuf, r * sn),
+            sn,
+            b.sdt,
+            rt.at(b.rbuf, r * rn),
+            rn,
+            b.rdt,
+        )?;
+        if p >= 2 && rt.bytes(rn) > 0 {
+            if alg == Alg::Linear {
+                let mut reqs = Vec::new();
+                for (_, i) in sched::pairwise(r, p) {
+                    c.irecv(rt.at(b.rbuf, i * rn), rn, b.rdt, i, &mut reqs)?;
+                }
+                for (i, _) in sched::pairwise(r, p) {
+                    c.isend(st.at(b.sbuf, i * sn), sn, b.sdt, i, &mut reqs)?;
+                }
+                c.waitall(&mut reqs).await?;
+            } else {
+                for (to, from) in sched::pairwise(r, p) {
+                    c.sendrecv(
+                        st.at(b.sbuf, to * sn),
+                        sn,
+                        b.sdt,
+                        to,
+                        rt.at(b.rbuf, from * rn),
+                        rn,
+                        b.rdt,
+                        from,
+                    )
+                    .await?;
+                }
             }
         }
+        drop(saved);
+        Ok(())
     }
-    drop(saved);
-    Ok(())
 }
 
 /// Counts and displacements of one side of Alltoallv.
@@ -667,65 +689,69 @@ pub struct V {
 
 impl V {
     unsafe fn n(&self, i: usize) -> usize {
-        count(*self.counts.add(i))
+        unsafe { count(*self.counts.add(i)) }
     }
     unsafe fn at(&self, t: &Ty, buf: *const c_void, i: usize) -> *mut c_void {
-        t.at(buf, 0)
-            .wrapping_byte_offset((*self.displs.add(i) as isize).wrapping_mul(t.ext))
+        unsafe {
+            t.at(buf, 0)
+                .wrapping_byte_offset((*self.displs.add(i) as isize).wrapping_mul(t.ext))
+        }
     }
 }
 
 /// Alltoallv (pairwise exchange).
 pub async unsafe fn alltoallv(c: &Ctx, b: Bufs, s: V, rv: V) -> R {
-    let (p, r) = (c.p(), c.r());
-    let rt = Ty::of(b.rdt);
-    let mut saved = None;
-    let (b, s) = if in_place(b.sbuf) {
-        // Copy rbuf whole (up to the furthest block) before receiving.
-        let mut hi = 0usize;
-        for i in 0..p {
-            let d = usize::try_from(*rv.displs.add(i)).unwrap_or(0);
-            hi = hi.max(d + rv.n(i));
-        }
-        let mut t = Tmp::new(&rt, hi);
-        c.copy(b.rbuf, hi, b.rdt, t.p(), hi, b.rdt)?;
-        let sbuf = t.p().cast_const();
-        saved = Some(t);
-        (
-            Bufs {
-                sbuf,
-                sdt: b.rdt,
-                ..b
-            },
-            rv,
-        )
-    } else {
-        (b, s)
-    };
-    let st = Ty::of(b.sdt);
-    c.copy(
-        s.at(&st, b.sbuf, r),
-        s.n(r),
-        b.sdt,
-        rv.at(&rt, b.rbuf, r),
-        rv.n(r),
-        b.rdt,
-    )?;
-    for (to, from) in sched::pairwise(r, p) {
-        c.sendrecv(
-            s.at(&st, b.sbuf, to),
-            s.n(to),
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        let rt = Ty::of(b.rdt);
+        let mut saved = None;
+        let (b, s) = if in_place(b.sbuf) {
+            // Copy rbuf whole (up to the furthest block) before receiving.
+            let mut hi = 0usize;
+            for i in 0..p {
+                let d = usize::try_from(*rv.displs.add(i)).unwrap_or(0);
+                hi = hi.max(d + rv.n(i));
+            }
+            let mut t = Tmp::new(&rt, hi);
+            c.copy(b.rbuf, hi, b.rdt, t.p(), hi, b.rdt)?;
+            let sbuf = t.p().cast_const();
+            saved = Some(t);
+            (
+                Bufs {
+                    sbuf,
+                    sdt: b.rdt,
+                    ..b
+                },
+                rv,
+            )
+        } else {
+            (b, s)
+        };
+        let st = Ty::of(b.sdt);
+        c.copy(
+            s.at(&st, b.sbuf, r),
+            s.n(r),
             b.sdt,
-            to,
-            rv.at(&rt, b.rbuf, from),
-            rv.n(from),
+            rv.at(&rt, b.rbuf, r),
+            rv.n(r),
             b.rdt,
-            from,
-        )
-        .await?;
+        )?;
+        for (to, from) in sched::pairwise(r, p) {
+            c.sendrecv(
+                s.at(&st, b.sbuf, to),
+                s.n(to),
+                b.sdt,
+                to,
+                rv.at(&rt, b.rbuf, from),
+                rv.n(from),
+                b.rdt,
+                from,
+            )
+            .await?;
+        }
+        drop(saved);
+        Ok(())
     }
-    drop(saved);
-    Ok(())
 }
 
 /// Counts, displacements in bytes and types of one side of Alltoallw.
@@ -738,53 +764,57 @@ pub struct W {
 
 impl W {
     pub unsafe fn n(&self, i: usize) -> usize {
-        count(*self.counts.add(i))
+        unsafe { count(*self.counts.add(i)) }
     }
     pub unsafe fn t(&self, i: usize) -> Datatype {
-        *self.types.add(i)
+        unsafe { *self.types.add(i) }
     }
     pub unsafe fn at(&self, buf: *const c_void, i: usize) -> *mut c_void {
-        buf.cast_mut()
-            .wrapping_byte_offset(*self.displs.add(i) as isize)
+        unsafe {
+            buf.cast_mut()
+                .wrapping_byte_offset(*self.displs.add(i) as isize)
+        }
     }
 }
 
 /// Alltoallw (pairwise exchange, one datatype per block).
 pub async unsafe fn alltoallw(c: &Ctx, sbuf: *const c_void, s: W, rbuf: *mut c_void, rw: W) -> R {
-    let (p, r) = (c.p(), c.r());
-    // In place: each block of rbuf is sent from a copy of itself.
-    let mut saved: Vec<Tmp> = Vec::new();
-    let inplace = in_place(sbuf);
-    let mut send: Vec<(*const c_void, usize, Datatype)> = Vec::with_capacity(p);
-    for i in 0..p {
-        if inplace {
-            let (n, t) = (rw.n(i), rw.t(i));
-            let mut tmp = Tmp::new(&Ty::of(t), n);
-            c.copy(rw.at(rbuf, i), n, t, tmp.p(), n, t)?;
-            send.push((tmp.p().cast_const(), n, t));
-            saved.push(tmp);
-        } else {
-            send.push((s.at(sbuf, i).cast_const(), s.n(i), s.t(i)));
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        // In place: each block of rbuf is sent from a copy of itself.
+        let mut saved: Vec<Tmp> = Vec::new();
+        let inplace = in_place(sbuf);
+        let mut send: Vec<(*const c_void, usize, Datatype)> = Vec::with_capacity(p);
+        for i in 0..p {
+            if inplace {
+                let (n, t) = (rw.n(i), rw.t(i));
+                let mut tmp = Tmp::new(&Ty::of(t), n);
+                c.copy(rw.at(rbuf, i), n, t, tmp.p(), n, t)?;
+                send.push((tmp.p().cast_const(), n, t));
+                saved.push(tmp);
+            } else {
+                send.push((s.at(sbuf, i).cast_const(), s.n(i), s.t(i)));
+            }
         }
+        let (sp, sn, st) = send[r];
+        c.copy(sp, sn, st, rw.at(rbuf, r), rw.n(r), rw.t(r))?;
+        for (to, from) in sched::pairwise(r, p) {
+            let (sp, sn, st) = send[to];
+            c.sendrecv(
+                sp,
+                sn,
+                st,
+                to,
+                rw.at(rbuf, from),
+                rw.n(from),
+                rw.t(from),
+                from,
+            )
+            .await?;
+        }
+        drop(saved);
+        Ok(())
     }
-    let (sp, sn, st) = send[r];
-    c.copy(sp, sn, st, rw.at(rbuf, r), rw.n(r), rw.t(r))?;
-    for (to, from) in sched::pairwise(r, p) {
-        let (sp, sn, st) = send[to];
-        c.sendrecv(
-            sp,
-            sn,
-            st,
-            to,
-            rw.at(rbuf, from),
-            rw.n(from),
-            rw.t(from),
-            from,
-        )
-        .await?;
-    }
-    drop(saved);
-    Ok(())
 }
 
 // ------------------------------------------------------------ Neighbourhood
@@ -816,27 +846,29 @@ pub async unsafe fn neighbor(
     recvs: &[Blk],
     sends: &[Blk],
 ) -> R {
-    let mut reqs: Vec<Request> = Vec::with_capacity(src.len() + dst.len());
-    for k in 0..src.len() {
-        let j = if cart && src.len().is_multiple_of(2) {
-            k ^ 1
-        } else {
-            k
-        };
-        let Ok(s) = usize::try_from(src[j]) else {
-            continue; // MPI_PROC_NULL
-        };
-        let b = recvs[j];
-        c.irecv(b.p, b.n, b.dt, s, &mut reqs)?;
+    unsafe {
+        let mut reqs: Vec<Request> = Vec::with_capacity(src.len() + dst.len());
+        for k in 0..src.len() {
+            let j = if cart && src.len().is_multiple_of(2) {
+                k ^ 1
+            } else {
+                k
+            };
+            let Ok(s) = usize::try_from(src[j]) else {
+                continue; // MPI_PROC_NULL
+            };
+            let b = recvs[j];
+            c.irecv(b.p, b.n, b.dt, s, &mut reqs)?;
+        }
+        for (i, &d) in dst.iter().enumerate() {
+            let Ok(d) = usize::try_from(d) else {
+                continue;
+            };
+            let b = sends[i];
+            c.isend(b.p, b.n, b.dt, d, &mut reqs)?;
+        }
+        c.waitall(&mut reqs).await
     }
-    for (i, &d) in dst.iter().enumerate() {
-        let Ok(d) = usize::try_from(d) else {
-            continue;
-        };
-        let b = sends[i];
-        c.isend(b.p, b.n, b.dt, d, &mut reqs)?;
-    }
-    c.waitall(&mut reqs).await
 }
 
 // ------------------------------------------------------ Reduce_scatter(_block)
@@ -851,42 +883,44 @@ pub async unsafe fn reduce_scatter(
     dt: Datatype,
     op: Op,
 ) -> R {
-    let r = c.r();
-    let total: usize = counts.iter().sum();
-    if total == 0 {
-        return Ok(());
+    unsafe {
+        let r = c.r();
+        let total: usize = counts.iter().sum();
+        if total == 0 {
+            return Ok(());
+        }
+        let t = Ty::of(dt);
+        let inbuf = if in_place(sbuf) {
+            rbuf.cast_const()
+        } else {
+            sbuf
+        };
+        let mut acc = Tmp::new(&t, if r == 0 { total } else { 0 });
+        let bin = Choice {
+            alg: Alg::Binomial,
+            seg: 0,
+        };
+        reduce(c, bin, inbuf, acc.p(), total, dt, op, 0).await?;
+        let ci: Vec<c_int> = counts
+            .iter()
+            .map(|&n| super::ctx::int(n))
+            .collect::<R<_>>()?;
+        let mut di = Vec::with_capacity(counts.len());
+        let mut off = 0usize;
+        for &n in counts {
+            di.push(super::ctx::int(off)?);
+            off += n;
+        }
+        let b = Bufs {
+            sbuf: acc.p().cast_const(),
+            scount: 0,
+            sdt: dt,
+            rbuf,
+            rcount: counts[r],
+            rdt: dt,
+        };
+        scatterv(c, b, ci.as_ptr(), di.as_ptr(), 0).await
     }
-    let t = Ty::of(dt);
-    let inbuf = if in_place(sbuf) {
-        rbuf.cast_const()
-    } else {
-        sbuf
-    };
-    let mut acc = Tmp::new(&t, if r == 0 { total } else { 0 });
-    let bin = Choice {
-        alg: Alg::Binomial,
-        seg: 0,
-    };
-    reduce(c, bin, inbuf, acc.p(), total, dt, op, 0).await?;
-    let ci: Vec<c_int> = counts
-        .iter()
-        .map(|&n| super::ctx::int(n))
-        .collect::<R<_>>()?;
-    let mut di = Vec::with_capacity(counts.len());
-    let mut off = 0usize;
-    for &n in counts {
-        di.push(super::ctx::int(off)?);
-        off += n;
-    }
-    let b = Bufs {
-        sbuf: acc.p().cast_const(),
-        scount: 0,
-        sdt: dt,
-        rbuf,
-        rcount: counts[r],
-        rdt: dt,
-    };
-    scatterv(c, b, ci.as_ptr(), di.as_ptr(), 0).await
 }
 
 // --------------------------------------------------------------- Scan/Exscan
@@ -902,65 +936,67 @@ pub async unsafe fn scan(
     op: Op,
     exclusive: bool,
 ) -> R {
-    let (p, r) = (c.p(), c.r());
-    if n == 0 {
-        return Ok(());
-    }
-    let t = Ty::of(dt);
-    let inbuf = if in_place(sbuf) {
-        rbuf.cast_const()
-    } else {
-        sbuf
-    };
-    // mine = x_r, kept apart from rbuf (which may be the input).
-    let mut mine = Tmp::new(&t, n);
-    c.copy(inbuf, n, dt, mine.p(), n, dt)?;
-    let mut tmp = Tmp::new(&t, n);
-    if alg == Alg::Linear {
-        // Chain: rank r receives x0 op … op x(r−1) from r − 1.
-        let chain = tree(Alg::Pipeline, r, p);
-        if let Some(prev) = chain.parent {
-            c.recv(tmp.p(), n, dt, prev).await?;
-            if exclusive {
-                c.copy(tmp.p(), n, dt, rbuf, n, dt)?;
-            }
-            reduce_local(tmp.p(), mine.p(), n, dt, op)?;
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        if n == 0 {
+            return Ok(());
         }
-        for &next in &chain.children {
-            c.send(mine.p(), n, dt, next).await?;
-        }
-        if !exclusive {
-            c.copy(mine.p(), n, dt, rbuf, n, dt)?;
-        }
-        return Ok(());
-    }
-    // Recursive doubling (MPICH's algorithm): `partial` is the reduction
-    // over this rank's current group, `result` over its ranks up to r.
-    let mut partial = mine;
-    let mut result = Tmp::new(&t, n);
-    let mut have = !exclusive;
-    if !exclusive {
-        c.copy(partial.p(), n, dt, result.p(), n, dt)?;
-    }
-    for (_, d) in sched::hypercube(r, p) {
-        if d < p {
-            c.sendrecv(partial.p(), n, dt, d, tmp.p(), n, dt, d).await?;
-            if r > d {
-                reduce_local(tmp.p(), partial.p(), n, dt, op)?;
-                if have {
-                    reduce_local(tmp.p(), result.p(), n, dt, op)?;
-                } else {
-                    c.copy(tmp.p(), n, dt, result.p(), n, dt)?;
-                    have = true;
+        let t = Ty::of(dt);
+        let inbuf = if in_place(sbuf) {
+            rbuf.cast_const()
+        } else {
+            sbuf
+        };
+        // mine = x_r, kept apart from rbuf (which may be the input).
+        let mut mine = Tmp::new(&t, n);
+        c.copy(inbuf, n, dt, mine.p(), n, dt)?;
+        let mut tmp = Tmp::new(&t, n);
+        if alg == Alg::Linear {
+            // Chain: rank r receives x0 op … op x(r−1) from r − 1.
+            let chain = tree(Alg::Pipeline, r, p);
+            if let Some(prev) = chain.parent {
+                c.recv(tmp.p(), n, dt, prev).await?;
+                if exclusive {
+                    c.copy(tmp.p(), n, dt, rbuf, n, dt)?;
                 }
-            } else {
-                reduce_local(partial.p(), tmp.p(), n, dt, op)?;
-                std::mem::swap(&mut partial, &mut tmp);
+                reduce_local(tmp.p(), mine.p(), n, dt, op)?;
+            }
+            for &next in &chain.children {
+                c.send(mine.p(), n, dt, next).await?;
+            }
+            if !exclusive {
+                c.copy(mine.p(), n, dt, rbuf, n, dt)?;
+            }
+            return Ok(());
+        }
+        // Recursive doubling (MPICH's algorithm): `partial` is the reduction
+        // over this rank's current group, `result` over its ranks up to r.
+        let mut partial = mine;
+        let mut result = Tmp::new(&t, n);
+        let mut have = !exclusive;
+        if !exclusive {
+            c.copy(partial.p(), n, dt, result.p(), n, dt)?;
+        }
+        for (_, d) in sched::hypercube(r, p) {
+            if d < p {
+                c.sendrecv(partial.p(), n, dt, d, tmp.p(), n, dt, d).await?;
+                if r > d {
+                    reduce_local(tmp.p(), partial.p(), n, dt, op)?;
+                    if have {
+                        reduce_local(tmp.p(), result.p(), n, dt, op)?;
+                    } else {
+                        c.copy(tmp.p(), n, dt, result.p(), n, dt)?;
+                        have = true;
+                    }
+                } else {
+                    reduce_local(partial.p(), tmp.p(), n, dt, op)?;
+                    std::mem::swap(&mut partial, &mut tmp);
+                }
             }
         }
+        if have {
+            c.copy(result.p(), n, dt, rbuf, n, dt)?;
+        }
+        Ok(())
     }
-    if have {
-        c.copy(result.p(), n, dt, rbuf, n, dt)?;
-    }
-    Ok(())
 }

@@ -123,29 +123,33 @@ impl Ctx {
     }
 
     pub async unsafe fn send(&self, buf: *const c_void, n: usize, dt: Datatype, dest: usize) -> R {
-        if self.nb {
-            let mut v = Vec::with_capacity(1);
-            self.isend(buf, n, dt, dest, &mut v)?;
-            return self.waitall(&mut v).await;
+        unsafe {
+            if self.nb {
+                let mut v = Vec::with_capacity(1);
+                self.isend(buf, n, dt, dest, &mut v)?;
+                return self.waitall(&mut v).await;
+            }
+            chk(self.e.send(
+                Mode::Standard,
+                buf,
+                int(n)?,
+                dt,
+                int(dest)?,
+                self.tag,
+                self.comm,
+            ))
         }
-        chk(self.e.send(
-            Mode::Standard,
-            buf,
-            int(n)?,
-            dt,
-            int(dest)?,
-            self.tag,
-            self.comm,
-        ))
     }
 
     pub async unsafe fn recv(&self, buf: *mut c_void, n: usize, dt: Datatype, src: usize) -> R {
-        if self.nb {
-            let mut v = Vec::with_capacity(1);
-            self.irecv(buf, n, dt, src, &mut v)?;
-            return self.waitall(&mut v).await;
+        unsafe {
+            if self.nb {
+                let mut v = Vec::with_capacity(1);
+                self.irecv(buf, n, dt, src, &mut v)?;
+                return self.waitall(&mut v).await;
+            }
+            self.post_recv(buf, n, dt, src, None)
         }
-        self.post_recv(buf, n, dt, src, None)
     }
 
     /// The engine's receive on the private communicator: blocking with
@@ -158,16 +162,18 @@ impl Ctx {
         src: usize,
         req: Option<*mut Request>,
     ) -> R {
-        chk(self.e.recv(
-            buf,
-            int(n)?,
-            dt,
-            int(src)?,
-            self.tag,
-            self.comm,
-            req,
-            std::ptr::null_mut(),
-        ))
+        unsafe {
+            chk(self.e.recv(
+                buf,
+                int(n)?,
+                dt,
+                int(src)?,
+                self.tag,
+                self.comm,
+                req,
+                std::ptr::null_mut(),
+            ))
+        }
     }
 
     pub unsafe fn isend(
@@ -178,19 +184,21 @@ impl Ctx {
         dest: usize,
         reqs: &mut Vec<Request>,
     ) -> R {
-        let mut r = self.e.c.request_null;
-        chk(self.e.isend(
-            Mode::Standard,
-            buf,
-            int(n)?,
-            dt,
-            int(dest)?,
-            self.tag,
-            self.comm,
-            &mut r,
-        ))?;
-        reqs.push(r);
-        Ok(())
+        unsafe {
+            let mut r = self.e.c.request_null;
+            chk(self.e.isend(
+                Mode::Standard,
+                buf,
+                int(n)?,
+                dt,
+                int(dest)?,
+                self.tag,
+                self.comm,
+                &mut r,
+            ))?;
+            reqs.push(r);
+            Ok(())
+        }
     }
 
     pub unsafe fn irecv(
@@ -201,31 +209,35 @@ impl Ctx {
         src: usize,
         reqs: &mut Vec<Request>,
     ) -> R {
-        let mut r = self.e.c.request_null;
-        self.post_recv(buf, n, dt, src, Some(&mut r))?;
-        reqs.push(r);
-        Ok(())
+        unsafe {
+            let mut r = self.e.c.request_null;
+            self.post_recv(buf, n, dt, src, Some(&mut r))?;
+            reqs.push(r);
+            Ok(())
+        }
     }
 
     pub async unsafe fn waitall(&self, reqs: &mut Vec<Request>) -> R {
-        if reqs.is_empty() {
-            return Ok(());
-        }
-        if self.nb {
-            let sts = vec![Status::zeroed(); reqs.len()];
-            return Done {
-                e: self.e,
-                reqs,
-                sts,
+        unsafe {
+            if reqs.is_empty() {
+                return Ok(());
             }
-            .await;
+            if self.nb {
+                let sts = vec![Status::zeroed(); reqs.len()];
+                return Done {
+                    e: self.e,
+                    reqs,
+                    sts,
+                }
+                .await;
+            }
+            let mut sts = vec![Status::zeroed(); reqs.len()];
+            let rc = self
+                .e
+                .waitall(int(reqs.len())?, reqs.as_mut_ptr(), sts.as_mut_ptr());
+            reqs.clear();
+            chk(first_error(rc, &sts))
         }
-        let mut sts = vec![Status::zeroed(); reqs.len()];
-        let rc = self
-            .e
-            .waitall(int(reqs.len())?, reqs.as_mut_ptr(), sts.as_mut_ptr());
-        reqs.clear();
-        chk(first_error(rc, &sts))
     }
 
     /// Send to `dest` and receive from `src` at once (MPI_Sendrecv).
@@ -240,26 +252,28 @@ impl Ctx {
         rdt: Datatype,
         src: usize,
     ) -> R {
-        if self.nb {
-            let mut v = Vec::with_capacity(2);
-            self.irecv(rbuf, rn, rdt, src, &mut v)?;
-            self.isend(sbuf, sn, sdt, dest, &mut v)?;
-            return self.waitall(&mut v).await;
+        unsafe {
+            if self.nb {
+                let mut v = Vec::with_capacity(2);
+                self.irecv(rbuf, rn, rdt, src, &mut v)?;
+                self.isend(sbuf, sn, sdt, dest, &mut v)?;
+                return self.waitall(&mut v).await;
+            }
+            chk(self.e.sendrecv(
+                sbuf,
+                int(sn)?,
+                sdt,
+                int(dest)?,
+                self.tag,
+                rbuf,
+                int(rn)?,
+                rdt,
+                int(src)?,
+                self.tag,
+                self.comm,
+                std::ptr::null_mut(),
+            ))
         }
-        chk(self.e.sendrecv(
-            sbuf,
-            int(sn)?,
-            sdt,
-            int(dest)?,
-            self.tag,
-            rbuf,
-            int(rn)?,
-            rdt,
-            int(src)?,
-            self.tag,
-            self.comm,
-            std::ptr::null_mut(),
-        ))
     }
 
     /// Copies `sn × sdt` at `src` to `rn × rdt` at `dst` on this rank, with
@@ -276,30 +290,32 @@ impl Ctx {
         rn: usize,
         rdt: Datatype,
     ) -> R {
-        if sn == 0 || src == dst.cast_const() && sdt == rdt && sn == rn {
-            return Ok(());
-        }
-        if sdt == rdt && sn == rn {
-            let t = Ty::of(sdt);
-            if t.contiguous() {
-                std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), t.size * sn);
+        unsafe {
+            if sn == 0 || src == dst.cast_const() && sdt == rdt && sn == rn {
                 return Ok(());
             }
+            if sdt == rdt && sn == rn {
+                let t = Ty::of(sdt);
+                if t.contiguous() {
+                    std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), t.size * sn);
+                    return Ok(());
+                }
+            }
+            chk(real::PMPI_Sendrecv(
+                src,
+                int(sn)?,
+                sdt,
+                self.rank,
+                TAG_SELF,
+                dst,
+                int(rn)?,
+                rdt,
+                self.rank,
+                TAG_SELF,
+                self.comm,
+                status_ignore(),
+            ))
         }
-        chk(real::PMPI_Sendrecv(
-            src,
-            int(sn)?,
-            sdt,
-            self.rank,
-            TAG_SELF,
-            dst,
-            int(rn)?,
-            rdt,
-            self.rank,
-            TAG_SELF,
-            self.comm,
-            status_ignore(),
-        ))
     }
 
     /// Packs `n × dt` at `buf` into `out` at `*pos` (MPI_Pack).
@@ -311,35 +327,39 @@ impl Ctx {
         out: &mut [u8],
         pos: &mut c_int,
     ) -> R {
-        if n == 0 {
-            return Ok(());
+        unsafe {
+            if n == 0 {
+                return Ok(());
+            }
+            chk(real::PMPI_Pack(
+                buf,
+                int(n)?,
+                dt,
+                out.as_mut_ptr().cast(),
+                int(out.len())?,
+                pos,
+                self.comm,
+            ))
         }
-        chk(real::PMPI_Pack(
-            buf,
-            int(n)?,
-            dt,
-            out.as_mut_ptr().cast(),
-            int(out.len())?,
-            pos,
-            self.comm,
-        ))
     }
 
     /// Unpacks `n × dt` into `buf` from the whole of `inp` (MPI_Unpack).
     pub unsafe fn unpack(&self, inp: &[u8], buf: *mut c_void, n: usize, dt: Datatype) -> R {
-        if n == 0 {
-            return Ok(());
+        unsafe {
+            if n == 0 {
+                return Ok(());
+            }
+            let mut pos: c_int = 0;
+            chk(real::PMPI_Unpack(
+                inp.as_ptr().cast(),
+                int(inp.len())?,
+                &mut pos,
+                buf,
+                int(n)?,
+                dt,
+                self.comm,
+            ))
         }
-        let mut pos: c_int = 0;
-        chk(real::PMPI_Unpack(
-            inp.as_ptr().cast(),
-            int(inp.len())?,
-            &mut pos,
-            buf,
-            int(n)?,
-            dt,
-            self.comm,
-        ))
     }
 }
 
@@ -352,16 +372,20 @@ pub unsafe fn reduce_local(
     dt: Datatype,
     op: Op,
 ) -> R {
-    if n == 0 {
-        return Ok(());
+    unsafe {
+        if n == 0 {
+            return Ok(());
+        }
+        chk(real::PMPI_Reduce_local(inp, inout, int(n)?, dt, op))
     }
-    chk(real::PMPI_Reduce_local(inp, inout, int(n)?, dt, op))
 }
 
 pub unsafe fn commutative(op: Op) -> bool {
-    let mut c: c_int = 1;
-    real::PMPI_Op_commutative(op, &mut c);
-    c != 0
+    unsafe {
+        let mut c: c_int = 1;
+        real::PMPI_Op_commutative(op, &mut c);
+        c != 0
+    }
 }
 
 /// A datatype's geometry (MPI-3.1 §4.1.7–8).
@@ -376,17 +400,19 @@ pub struct Ty {
 
 impl Ty {
     pub unsafe fn of(dt: Datatype) -> Ty {
-        let mut size: c_int = 0;
-        real::PMPI_Type_size(dt, &mut size);
-        let (mut lb, mut ext, mut tlb, mut text) = (0, 0, 0, 0);
-        real::PMPI_Type_get_extent(dt, &mut lb, &mut ext);
-        real::PMPI_Type_get_true_extent(dt, &mut tlb, &mut text);
-        Ty {
-            size: count(size),
-            ext,
-            tlb,
-            text,
-            lb,
+        unsafe {
+            let mut size: c_int = 0;
+            real::PMPI_Type_size(dt, &mut size);
+            let (mut lb, mut ext, mut tlb, mut text) = (0, 0, 0, 0);
+            real::PMPI_Type_get_extent(dt, &mut lb, &mut ext);
+            real::PMPI_Type_get_true_extent(dt, &mut tlb, &mut text);
+            Ty {
+                size: count(size),
+                ext,
+                tlb,
+                text,
+                lb,
+            }
         }
     }
 

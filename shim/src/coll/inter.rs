@@ -42,28 +42,32 @@ fn role(root: c_int) -> Role {
 /// Every rank sends a token to every remote rank and leaves once it has
 /// one from each: by then every rank of the other group has entered.
 pub async unsafe fn barrier(c: &Ctx) -> R {
-    let byte = c.e.c.byte;
-    let (mut tok_in, tok_out) = (vec![0u8; c.p()], 0u8);
-    let mut reqs = Vec::with_capacity(2 * c.p());
-    for j in 0..c.p() {
-        c.irecv(tok_in.as_mut_ptr().add(j).cast(), 1, byte, j, &mut reqs)?;
+    unsafe {
+        let byte = c.e.c.byte;
+        let (mut tok_in, tok_out) = (vec![0u8; c.p()], 0u8);
+        let mut reqs = Vec::with_capacity(2 * c.p());
+        for j in 0..c.p() {
+            c.irecv(tok_in.as_mut_ptr().add(j).cast(), 1, byte, j, &mut reqs)?;
+        }
+        for j in 0..c.p() {
+            c.isend((&tok_out as *const u8).cast(), 1, byte, j, &mut reqs)?;
+        }
+        c.waitall(&mut reqs).await
     }
-    for j in 0..c.p() {
-        c.isend((&tok_out as *const u8).cast(), 1, byte, j, &mut reqs)?;
-    }
-    c.waitall(&mut reqs).await
 }
 
 pub async unsafe fn bcast(c: &Ctx, buf: *mut c_void, n: usize, dt: Datatype, root: c_int) -> R {
-    match role(root) {
-        Role::Idle => Ok(()),
-        Role::Leaf(r) => c.recv(buf, n, dt, r).await,
-        Role::Root => {
-            let mut reqs = Vec::with_capacity(c.p());
-            for j in 0..c.p() {
-                c.isend(buf, n, dt, j, &mut reqs)?;
+    unsafe {
+        match role(root) {
+            Role::Idle => Ok(()),
+            Role::Leaf(r) => c.recv(buf, n, dt, r).await,
+            Role::Root => {
+                let mut reqs = Vec::with_capacity(c.p());
+                for j in 0..c.p() {
+                    c.isend(buf, n, dt, j, &mut reqs)?;
+                }
+                c.waitall(&mut reqs).await
             }
-            c.waitall(&mut reqs).await
         }
     }
 }
@@ -71,17 +75,19 @@ pub async unsafe fn bcast(c: &Ctx, buf: *mut c_void, n: usize, dt: Datatype, roo
 /// Gather (`v` None) and Gatherv: the root receives each remote rank's
 /// block.
 pub async unsafe fn gather(c: &Ctx, b: Bufs, v: Option<V>, root: c_int) -> R {
-    match role(root) {
-        Role::Idle => Ok(()),
-        Role::Leaf(r) => c.send(b.sbuf, b.scount, b.sdt, r).await,
-        Role::Root => {
-            let t = Ty::of(b.rdt);
-            let mut reqs = Vec::with_capacity(c.p());
-            for j in 0..c.p() {
-                let (at, n) = block(&v, j, b.rcount);
-                c.irecv(t.at(b.rbuf, at), n, b.rdt, j, &mut reqs)?;
+    unsafe {
+        match role(root) {
+            Role::Idle => Ok(()),
+            Role::Leaf(r) => c.send(b.sbuf, b.scount, b.sdt, r).await,
+            Role::Root => {
+                let t = Ty::of(b.rdt);
+                let mut reqs = Vec::with_capacity(c.p());
+                for j in 0..c.p() {
+                    let (at, n) = block(&v, j, b.rcount);
+                    c.irecv(t.at(b.rbuf, at), n, b.rdt, j, &mut reqs)?;
+                }
+                c.waitall(&mut reqs).await
             }
-            c.waitall(&mut reqs).await
         }
     }
 }
@@ -89,58 +95,66 @@ pub async unsafe fn gather(c: &Ctx, b: Bufs, v: Option<V>, root: c_int) -> R {
 /// Scatter (`v` None) and Scatterv: the root sends each remote rank its
 /// block.
 pub async unsafe fn scatter(c: &Ctx, b: Bufs, v: Option<V>, root: c_int) -> R {
-    match role(root) {
-        Role::Idle => Ok(()),
-        Role::Leaf(r) => c.recv(b.rbuf, b.rcount, b.rdt, r).await,
-        Role::Root => {
-            let t = Ty::of(b.sdt);
-            let mut reqs = Vec::with_capacity(c.p());
-            for j in 0..c.p() {
-                let (at, n) = block(&v, j, b.scount);
-                c.isend(t.at(b.sbuf, at), n, b.sdt, j, &mut reqs)?;
+    unsafe {
+        match role(root) {
+            Role::Idle => Ok(()),
+            Role::Leaf(r) => c.recv(b.rbuf, b.rcount, b.rdt, r).await,
+            Role::Root => {
+                let t = Ty::of(b.sdt);
+                let mut reqs = Vec::with_capacity(c.p());
+                for j in 0..c.p() {
+                    let (at, n) = block(&v, j, b.scount);
+                    c.isend(t.at(b.sbuf, at), n, b.sdt, j, &mut reqs)?;
+                }
+                c.waitall(&mut reqs).await
             }
-            c.waitall(&mut reqs).await
         }
     }
 }
 
 /// Element offset and count of block `j`: from the vector, or `j × n`.
 unsafe fn block(v: &Option<V>, j: usize, n: usize) -> (usize, usize) {
-    match v {
-        Some(v) => (count(*v.displs.add(j)), count(*v.counts.add(j))),
-        None => (j * n, n),
+    unsafe {
+        match v {
+            Some(v) => (count(*v.displs.add(j)), count(*v.counts.add(j))),
+            None => (j * n, n),
+        }
     }
 }
 
 /// Allgather (`rv` None) and Allgatherv: every rank sends its block to
 /// every remote rank and receives each remote rank's block.
 pub async unsafe fn allgather(c: &Ctx, b: Bufs, rv: Option<V>) -> R {
-    let t = Ty::of(b.rdt);
-    let mut reqs = Vec::with_capacity(2 * c.p());
-    for j in 0..c.p() {
-        let (at, n) = block(&rv, j, b.rcount);
-        c.irecv(t.at(b.rbuf, at), n, b.rdt, j, &mut reqs)?;
+    unsafe {
+        let t = Ty::of(b.rdt);
+        let mut reqs = Vec::with_capacity(2 * c.p());
+        for j in 0..c.p() {
+            let (at, n) = block(&rv, j, b.rcount);
+            c.irecv(t.at(b.rbuf, at), n, b.rdt, j, &mut reqs)?;
+        }
+        for j in 0..c.p() {
+            c.isend(b.sbuf, b.scount, b.sdt, j, &mut reqs)?;
+        }
+        c.waitall(&mut reqs).await
     }
-    for j in 0..c.p() {
-        c.isend(b.sbuf, b.scount, b.sdt, j, &mut reqs)?;
-    }
-    c.waitall(&mut reqs).await
 }
 
 /// Alltoall (`sv`, `rv` None) and Alltoallv: block j goes to remote rank j,
 /// and remote rank j's block for this rank lands in block j.
 pub async unsafe fn alltoall(c: &Ctx, b: Bufs, sv: Option<V>, rv: Option<V>) -> R {
-    let (st, rt) = (Ty::of(b.sdt), Ty::of(b.rdt));
-    let mut reqs = Vec::with_capacity(2 * c.p());
-    for j in 0..c.p() {
-        let (at, n) = block(&rv, j, b.rcount);
-        c.irecv(rt.at(b.rbuf, at), n, b.rdt, j, &mut reqs)?;
+    unsafe {
+        let (st, rt) = (Ty::of(b.sdt), Ty::of(b.rdt));
+        let mut reqs = Vec::with_capacity(2 * c.p());
+        for j in 0..c.p() {
+            let (at, n) = block(&rv, j, b.rcount);
+            c.irecv(rt.at(b.rbuf, at), n, b.rdt, j, &mut reqs)?;
+        }
+        for j in 0..c.p() {
+            let (at, n) = block(&sv, j, b.scount);
+            c.isend(st.at(b.sbuf, at), n, b.sdt, j, &mut reqs)?;
+        }
+        c.waitall(&mut reqs).await
     }
-    for j in 0..c.p() {
-        let (at, n) = block(&sv, j, b.scount);
-        c.isend(st.at(b.sbuf, at), n, b.sdt, j, &mut reqs)?;
-    }
-    c.waitall(&mut reqs).await
 }
 
 /// Receives every remote rank's `n × dt` operand and reduces them in rank
@@ -152,24 +166,28 @@ unsafe fn gather_reduce(
     dt: Datatype,
     reqs: &mut Vec<abi::Request>,
 ) -> R<Vec<Tmp>> {
-    let p = c.p();
-    let t = Ty::of(dt);
-    let mut tmps: Vec<Tmp> = (0..p.saturating_sub(1)).map(|_| Tmp::new(&t, n)).collect();
-    for (j, tmp) in tmps.iter_mut().enumerate() {
-        c.irecv(tmp.p(), n, dt, j, reqs)?;
+    unsafe {
+        let p = c.p();
+        let t = Ty::of(dt);
+        let mut tmps: Vec<Tmp> = (0..p.saturating_sub(1)).map(|_| Tmp::new(&t, n)).collect();
+        for (j, tmp) in tmps.iter_mut().enumerate() {
+            c.irecv(tmp.p(), n, dt, j, reqs)?;
+        }
+        if p > 0 {
+            c.irecv(rbuf, n, dt, p - 1, reqs)?;
+        }
+        Ok(tmps)
     }
-    if p > 0 {
-        c.irecv(rbuf, n, dt, p - 1, reqs)?;
-    }
-    Ok(tmps)
 }
 
 /// Applies the operands received by `gather_reduce`, once they are in.
 unsafe fn fold(tmps: &mut [Tmp], rbuf: *mut c_void, n: usize, dt: Datatype, op: Op) -> R {
-    for tmp in tmps.iter_mut().rev() {
-        reduce_local(tmp.p(), rbuf, n, dt, op)?;
+    unsafe {
+        for tmp in tmps.iter_mut().rev() {
+            reduce_local(tmp.p(), rbuf, n, dt, op)?;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 pub async unsafe fn reduce(
@@ -181,14 +199,16 @@ pub async unsafe fn reduce(
     op: Op,
     root: c_int,
 ) -> R {
-    match role(root) {
-        Role::Idle => Ok(()),
-        Role::Leaf(r) => c.send(sbuf, n, dt, r).await,
-        Role::Root => {
-            let mut reqs = Vec::with_capacity(c.p());
-            let mut tmps = gather_reduce(c, rbuf, n, dt, &mut reqs)?;
-            c.waitall(&mut reqs).await?;
-            fold(&mut tmps, rbuf, n, dt, op)
+    unsafe {
+        match role(root) {
+            Role::Idle => Ok(()),
+            Role::Leaf(r) => c.send(sbuf, n, dt, r).await,
+            Role::Root => {
+                let mut reqs = Vec::with_capacity(c.p());
+                let mut tmps = gather_reduce(c, rbuf, n, dt, &mut reqs)?;
+                c.waitall(&mut reqs).await?;
+                fold(&mut tmps, rbuf, n, dt, op)
+            }
         }
     }
 }
@@ -203,26 +223,30 @@ pub async unsafe fn allreduce(
     dt: Datatype,
     op: Op,
 ) -> R {
-    let mut reqs = Vec::with_capacity(2 * c.p());
-    let mut tmps = gather_reduce(c, rbuf, n, dt, &mut reqs)?;
-    for j in 0..c.p() {
-        c.isend(sbuf, n, dt, j, &mut reqs)?;
+    unsafe {
+        let mut reqs = Vec::with_capacity(2 * c.p());
+        let mut tmps = gather_reduce(c, rbuf, n, dt, &mut reqs)?;
+        for j in 0..c.p() {
+            c.isend(sbuf, n, dt, j, &mut reqs)?;
+        }
+        c.waitall(&mut reqs).await?;
+        fold(&mut tmps, rbuf, n, dt, op)
     }
-    c.waitall(&mut reqs).await?;
-    fold(&mut tmps, rbuf, n, dt, op)
 }
 
 /// Alltoallw: block j (its own count, datatype and byte displacement) goes
 /// to remote rank j, and remote rank j's block lands in receive block j.
 pub async unsafe fn alltoallw(c: &Ctx, sbuf: *const c_void, s: W, rbuf: *mut c_void, r: W) -> R {
-    let mut reqs = Vec::with_capacity(2 * c.p());
-    for j in 0..c.p() {
-        c.irecv(r.at(rbuf, j), r.n(j), r.t(j), j, &mut reqs)?;
+    unsafe {
+        let mut reqs = Vec::with_capacity(2 * c.p());
+        for j in 0..c.p() {
+            c.irecv(r.at(rbuf, j), r.n(j), r.t(j), j, &mut reqs)?;
+        }
+        for j in 0..c.p() {
+            c.isend(s.at(sbuf, j), s.n(j), s.t(j), j, &mut reqs)?;
+        }
+        c.waitall(&mut reqs).await
     }
-    for j in 0..c.p() {
-        c.isend(s.at(sbuf, j), s.n(j), s.t(j), j, &mut reqs)?;
-    }
-    c.waitall(&mut reqs).await
 }
 
 /// Reduce_scatter_block: this group's vectors (`n` × local size elements)
@@ -240,19 +264,21 @@ pub async unsafe fn reduce_scatter_block(
     dt: Datatype,
     op: Op,
 ) -> R {
-    let mut local: c_int = 0;
-    real::PMPI_Comm_size(c.comm, &mut local);
-    let total = n * count(local);
-    if c.p() == 0 || !total.is_multiple_of(c.p()) {
-        return Err(abi::ERR_OTHER);
+    unsafe {
+        let mut local: c_int = 0;
+        real::PMPI_Comm_size(c.comm, &mut local);
+        let total = n * count(local);
+        if c.p() == 0 || !total.is_multiple_of(c.p()) {
+            return Err(abi::ERR_OTHER);
+        }
+        let remote_n = total / c.p();
+        let t = Ty::of(dt);
+        let mut reqs = Vec::with_capacity(2 * c.p());
+        let mut tmps = gather_reduce(c, rbuf, n, dt, &mut reqs)?;
+        for k in 0..c.p() {
+            c.isend(t.at(sbuf, k * remote_n), remote_n, dt, k, &mut reqs)?;
+        }
+        c.waitall(&mut reqs).await?;
+        fold(&mut tmps, rbuf, n, dt, op)
     }
-    let remote_n = total / c.p();
-    let t = Ty::of(dt);
-    let mut reqs = Vec::with_capacity(2 * c.p());
-    let mut tmps = gather_reduce(c, rbuf, n, dt, &mut reqs)?;
-    for k in 0..c.p() {
-        c.isend(t.at(sbuf, k * remote_n), remote_n, dt, k, &mut reqs)?;
-    }
-    c.waitall(&mut reqs).await?;
-    fold(&mut tmps, rbuf, n, dt, op)
 }

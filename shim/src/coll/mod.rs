@@ -100,22 +100,24 @@ fn nb_tag(seq: u32) -> c_int {
 /// The private duplicate once it exists: `None` while its MPI_Comm_idup
 /// is in flight (tested here, which also progresses it).
 unsafe fn dup_now(slot: &SlotRef) -> Option<R<Comm>> {
-    let mut en = slot.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(mut r) = en.idup {
-        let mut flag: c_int = 0;
-        let st = std::ptr::null_mut::<abi::Status>().wrapping_byte_add(abi::STATUS_IGNORE);
-        let rc = real::PMPI_Test(&mut r, &mut flag, st);
-        if rc != abi::SUCCESS {
-            return Some(Err(rc));
+    unsafe {
+        let mut en = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(mut r) = en.idup {
+            let mut flag: c_int = 0;
+            let st = std::ptr::null_mut::<abi::Status>().wrapping_byte_add(abi::STATUS_IGNORE);
+            let rc = real::PMPI_Test(&mut r, &mut flag, st);
+            if rc != abi::SUCCESS {
+                return Some(Err(rc));
+            }
+            if flag == 0 {
+                en.idup = Some(r);
+                return None;
+            }
+            en.idup = None;
+            adopt(*en.dup, en.app);
         }
-        if flag == 0 {
-            en.idup = Some(r);
-            return None;
-        }
-        en.idup = None;
-        adopt(*en.dup, en.app);
+        Some(Ok(*en.dup))
     }
-    Some(Ok(*en.dup))
 }
 
 /// Makes the private duplicate of `app` return its errors to the shim
@@ -126,11 +128,13 @@ unsafe fn dup_now(slot: &SlotRef) -> Option<R<Comm>> {
 /// it after `app`, so that anything that does show it says whose it is and
 /// that the shim ran the collective.
 unsafe fn adopt(dup: Comm, app: Comm) {
-    let e = engine::get();
-    real::PMPI_Comm_set_errhandler(dup, e.c.errors_return);
-    let max = usize::try_from(abi::MAX_OBJECT_NAME).unwrap_or(64);
-    if let Ok(name) = std::ffi::CString::new(dup_name(&comm_name(app), max - 1)) {
-        real::PMPI_Comm_set_name(dup, name.as_ptr());
+    unsafe {
+        let e = engine::get();
+        real::PMPI_Comm_set_errhandler(dup, e.c.errors_return);
+        let max = usize::try_from(abi::MAX_OBJECT_NAME).unwrap_or(64);
+        if let Ok(name) = std::ffi::CString::new(dup_name(&comm_name(app), max - 1)) {
+            real::PMPI_Comm_set_name(dup, name.as_ptr());
+        }
     }
 }
 
@@ -153,61 +157,67 @@ fn dup_name(app: &str, max: usize) -> String {
 /// function that raised it (MPI_Comm_call_errhandler) and, for MPICH, the
 /// shim's internal calls.
 pub(crate) unsafe fn raise(comm: Comm, rc: c_int, name: &str) -> c_int {
-    if rc == abi::SUCCESS {
-        return rc;
-    }
-    if fatal_handler(comm) {
-        let mut msg: Vec<c_char> =
-            vec![0; usize::try_from(abi::MAX_ERROR_STRING).unwrap_or(512) + 1];
-        let mut len: c_int = 0;
-        // The class's text: MPICH's text of the code itself is a stack of
-        // the shim's internal calls.
-        let mut class = rc;
-        real::PMPI_Error_class(rc, &mut class);
-        real::PMPI_Error_string(class, msg.as_mut_ptr(), &mut len);
-        let msg = std::ffi::CStr::from_ptr(msg.as_ptr()).to_string_lossy();
-        let mut rank: c_int = 0;
-        real::PMPI_Comm_rank(comm, &mut rank);
-        log::line(&format!(
+    unsafe {
+        if rc == abi::SUCCESS {
+            return rc;
+        }
+        if fatal_handler(comm) {
+            let mut msg: Vec<c_char> =
+                vec![0; usize::try_from(abi::MAX_ERROR_STRING).unwrap_or(512) + 1];
+            let mut len: c_int = 0;
+            // The class's text: MPICH's text of the code itself is a stack of
+            // the shim's internal calls.
+            let mut class = rc;
+            real::PMPI_Error_class(rc, &mut class);
+            real::PMPI_Error_string(class, msg.as_mut_ptr(), &mut len);
+            let msg = std::ffi::CStr::from_ptr(msg.as_ptr()).to_string_lossy();
+            let mut rank: c_int = 0;
+            real::PMPI_Comm_rank(comm, &mut rank);
+            log::line(&format!(
             "{name} on {} failed at its rank {rank}: {msg} (an error of the application's call; \
              the shim runs collectives itself, over point-to-point on a private duplicate of \
              the communicator, and raises their errors on the application's communicator)",
             comm_name(comm)
         ));
-        // The handler aborts the job: give the launcher time to forward
-        // the line (MPICH's can lose an aborting rank's last words).
-        libc::usleep(100_000);
+            // The handler aborts the job: give the launcher time to forward
+            // the line (MPICH's can lose an aborting rank's last words).
+            libc::usleep(100_000);
+        }
+        real::PMPI_Comm_call_errhandler(comm, rc);
+        rc
     }
-    real::PMPI_Comm_call_errhandler(comm, rc);
-    rc
 }
 
 /// True when `comm`'s error handler is MPI_ERRORS_ARE_FATAL.
 unsafe fn fatal_handler(comm: Comm) -> bool {
-    let Some(fatal) = abi::ERRORS_ARE_FATAL.get() else {
-        return false;
-    };
-    let mut eh = fatal;
-    if real::PMPI_Comm_get_errhandler(comm, &mut eh) != abi::SUCCESS {
-        return false;
+    unsafe {
+        let Some(fatal) = abi::ERRORS_ARE_FATAL.get() else {
+            return false;
+        };
+        let mut eh = fatal;
+        if real::PMPI_Comm_get_errhandler(comm, &mut eh) != abi::SUCCESS {
+            return false;
+        }
+        let is = eh == fatal;
+        real::PMPI_Errhandler_free(&mut eh);
+        is
     }
-    let is = eh == fatal;
-    real::PMPI_Errhandler_free(&mut eh);
-    is
 }
 
 /// The name of `comm` (MPI_Comm_get_name), or "a communicator without a
 /// name".
 unsafe fn comm_name(comm: Comm) -> String {
-    let max = usize::try_from(abi::MAX_OBJECT_NAME).unwrap_or(64);
-    let mut buf: Vec<c_char> = vec![0; max + 1];
-    let mut len: c_int = 0;
-    real::PMPI_Comm_get_name(comm, buf.as_mut_ptr(), &mut len);
-    let s = std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy();
-    if s.is_empty() {
-        "a communicator without a name".to_string()
-    } else {
-        s.into_owned()
+    unsafe {
+        let max = usize::try_from(abi::MAX_OBJECT_NAME).unwrap_or(64);
+        let mut buf: Vec<c_char> = vec![0; max + 1];
+        let mut len: c_int = 0;
+        real::PMPI_Comm_get_name(comm, buf.as_mut_ptr(), &mut len);
+        let s = std::ffi::CStr::from_ptr(buf.as_ptr()).to_string_lossy();
+        if s.is_empty() {
+            "a communicator without a name".to_string()
+        } else {
+            s.into_owned()
+        }
     }
 }
 
@@ -219,23 +229,27 @@ pub(crate) fn known(comm: Comm) -> bool {
 
 /// `dup_now`, waiting (and progressing the collectives in flight).
 unsafe fn dup_wait(slot: &SlotRef) -> R<Comm> {
-    let mut patience = crate::clock::Patience::new();
-    loop {
-        if let Some(r) = dup_now(slot) {
-            return r;
+    unsafe {
+        let mut patience = crate::clock::Patience::new();
+        loop {
+            if let Some(r) = dup_now(slot) {
+                return r;
+            }
+            nb::progress_all();
+            patience.pause();
         }
-        nb::progress_all();
-        patience.pause();
     }
 }
 
 /// `dup_now` as a future, for a nonblocking collective's first step.
 async unsafe fn dup_ready(slot: SlotRef) -> R<Comm> {
-    std::future::poll_fn(|_| match dup_now(&slot) {
-        Some(r) => std::task::Poll::Ready(r),
-        None => std::task::Poll::Pending,
-    })
-    .await
+    unsafe {
+        std::future::poll_fn(|_| match dup_now(&slot) {
+            Some(r) => std::task::Poll::Ready(r),
+            None => std::task::Poll::Pending,
+        })
+        .await
+    }
 }
 
 // SAFETY: a communicator handle is a plain value usable from any thread.
@@ -250,16 +264,18 @@ fn comms() -> std::sync::MutexGuard<'static, Option<HashMap<usize, Entry>>> {
 /// Prints `msg` from the rank that is 0 in `comm` and ends the job. The
 /// other ranks give it a moment to print before they abort too.
 unsafe fn stop(comm: Comm, msg: &str) -> ! {
-    let e = engine::get();
-    let mut r: c_int = 0;
-    real::PMPI_Comm_rank(comm, &mut r);
-    if r == 0 {
-        log::line(msg);
-    } else {
-        libc::usleep(500_000);
+    unsafe {
+        let e = engine::get();
+        let mut r: c_int = 0;
+        real::PMPI_Comm_rank(comm, &mut r);
+        if r == 0 {
+            log::line(msg);
+        } else {
+            libc::usleep(500_000);
+        }
+        real::PMPI_Abort(e.c.comm_world, 1);
+        libc::_exit(1)
     }
-    real::PMPI_Abort(e.c.comm_world, 1);
-    libc::_exit(1)
 }
 
 static CFG: OnceLock<Result<CollCfg, String>> = OnceLock::new();
@@ -267,9 +283,11 @@ static CFG: OnceLock<Result<CollCfg, String>> = OnceLock::new();
 /// The algorithm choices; a bad variable stops the job at the first
 /// collective with one line.
 unsafe fn config(comm: Comm) -> &'static CollCfg {
-    match CFG.get_or_init(|| CollCfg::from_vars(std::env::vars())) {
-        Ok(c) => c,
-        Err(msg) => stop(comm, msg),
+    unsafe {
+        match CFG.get_or_init(|| CollCfg::from_vars(std::env::vars())) {
+            Ok(c) => c,
+            Err(msg) => stop(comm, msg),
+        }
     }
 }
 
@@ -288,59 +306,94 @@ pub fn config_error() -> Option<String> {
 /// one collective. For a nonblocking one (`nb`) the duplicate may still be
 /// in flight: its `comm` is then resolved by the job (`dup_ready`).
 unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
-    let e = engine::get();
-    let k = key(comm);
-    let known = {
-        let mut g = comms();
-        g.as_mut().and_then(|m| m.get_mut(&k)).map(|en| {
-            let tag = if nb {
-                en.seq = en.seq.wrapping_add(1);
-                nb_tag(en.seq)
-            } else {
-                100 + op as c_int
-            };
-            (en.rank, en.size, en.inter, tag, en.slot.clone())
-        })
-    };
-    if let Some((rank, size, inter, tag, slot)) = known {
+    unsafe {
+        let e = engine::get();
+        let k = key(comm);
+        let known = {
+            let mut g = comms();
+            g.as_mut().and_then(|m| m.get_mut(&k)).map(|en| {
+                let tag = if nb {
+                    en.seq = en.seq.wrapping_add(1);
+                    nb_tag(en.seq)
+                } else {
+                    100 + op as c_int
+                };
+                (en.rank, en.size, en.inter, tag, en.slot.clone())
+            })
+        };
+        if let Some((rank, size, inter, tag, slot)) = known {
+            if inter {
+                inter_supported_or_stop(comm, name, op);
+            }
+            let dup = if nb { e.c.comm_null } else { dup_wait(&slot)? };
+            return Ok((
+                Ctx {
+                    e,
+                    comm: dup,
+                    rank,
+                    size,
+                    tag,
+                    nb,
+                    inter,
+                },
+                slot,
+            ));
+        }
+        let mut inter: c_int = 0;
+        ctx::chk(real::PMPI_Comm_test_inter(comm, &mut inter))?;
+        let inter = inter != 0;
         if inter {
             inter_supported_or_stop(comm, name, op);
         }
-        let dup = if nb { e.c.comm_null } else { dup_wait(&slot)? };
-        return Ok((
-            Ctx {
-                e,
-                comm: dup,
-                rank,
-                size,
-                tag,
-                nb,
-                inter,
-            },
-            slot,
-        ));
-    }
-    let mut inter: c_int = 0;
-    ctx::chk(real::PMPI_Comm_test_inter(comm, &mut inter))?;
-    let inter = inter != 0;
-    if inter {
-        inter_supported_or_stop(comm, name, op);
-    }
-    let (mut rank, mut size) = (0, 1);
-    real::PMPI_Comm_rank(comm, &mut rank);
-    if inter {
-        real::PMPI_Comm_remote_size(comm, &mut size);
-    } else {
-        real::PMPI_Comm_size(comm, &mut size);
-    }
-    if nb {
-        let mut dup = Box::new(e.c.comm_null);
-        let mut req = e.c.request_null;
-        ctx::chk(real::PMPI_Comm_idup(comm, &mut *dup, &mut req))?;
+        let (mut rank, mut size) = (0, 1);
+        real::PMPI_Comm_rank(comm, &mut rank);
+        if inter {
+            real::PMPI_Comm_remote_size(comm, &mut size);
+        } else {
+            real::PMPI_Comm_size(comm, &mut size);
+        }
+        if nb {
+            let mut dup = Box::new(e.c.comm_null);
+            let mut req = e.c.request_null;
+            ctx::chk(real::PMPI_Comm_idup(comm, &mut *dup, &mut req))?;
+            let slot = SlotRef::new(Mutex::new(Slot {
+                app: comm,
+                dup,
+                idup: Some(req),
+            }));
+            comms().get_or_insert_with(HashMap::new).insert(
+                k,
+                Entry {
+                    slot: slot.clone(),
+                    rank,
+                    size,
+                    inter,
+                    seq: 1,
+                },
+            );
+            return Ok((
+                Ctx {
+                    e,
+                    comm: e.c.comm_null,
+                    rank,
+                    size,
+                    tag: nb_tag(1),
+                    nb,
+                    inter,
+                },
+                slot,
+            ));
+        }
+        // Not under the lock: MPI_Comm_dup is collective, and another thread
+        // may be making another communicator's duplicate.
+        let mut dup = e.c.comm_null;
+        ctx::chk(real::PMPI_Comm_dup(comm, &mut dup))?;
+        adopt(dup, comm);
+        agree(dup, comm);
         let slot = SlotRef::new(Mutex::new(Slot {
             app: comm,
-            dup,
-            idup: Some(req),
+            dup: Box::new(dup),
+            idup: None,
         }));
         comms().get_or_insert_with(HashMap::new).insert(
             k,
@@ -349,55 +402,22 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
                 rank,
                 size,
                 inter,
-                seq: 1,
+                seq: 0,
             },
         );
-        return Ok((
+        Ok((
             Ctx {
                 e,
-                comm: e.c.comm_null,
+                comm: dup,
                 rank,
                 size,
-                tag: nb_tag(1),
+                tag: 100 + op as c_int,
                 nb,
                 inter,
             },
             slot,
-        ));
+        ))
     }
-    // Not under the lock: MPI_Comm_dup is collective, and another thread
-    // may be making another communicator's duplicate.
-    let mut dup = e.c.comm_null;
-    ctx::chk(real::PMPI_Comm_dup(comm, &mut dup))?;
-    adopt(dup, comm);
-    agree(dup, comm);
-    let slot = SlotRef::new(Mutex::new(Slot {
-        app: comm,
-        dup: Box::new(dup),
-        idup: None,
-    }));
-    comms().get_or_insert_with(HashMap::new).insert(
-        k,
-        Entry {
-            slot: slot.clone(),
-            rank,
-            size,
-            inter,
-            seq: 0,
-        },
-    );
-    Ok((
-        Ctx {
-            e,
-            comm: dup,
-            rank,
-            size,
-            tag: 100 + op as c_int,
-            nb,
-            inter,
-        },
-        slot,
-    ))
 }
 
 /// The collectives the shim runs on an intercommunicator (`inter`): those
@@ -406,38 +426,40 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
 /// counts, which this rank does not know). Any other stops the job with one
 /// line, rather than run natively past the emulated network.
 unsafe fn inter_supported_or_stop(comm: Comm, name: &str, op: Op) {
-    let supported = matches!(
-        op,
-        Op::Barrier
-            | Op::Bcast
-            | Op::Gather
-            | Op::Gatherv
-            | Op::Scatter
-            | Op::Scatterv
-            | Op::Allgather
-            | Op::Allgatherv
-            | Op::Alltoall
-            | Op::Alltoallv
-            | Op::Alltoallw
-            | Op::Reduce
-            | Op::Allreduce
-            | Op::ReduceScatterBlock
-    );
-    if supported {
-        return;
-    }
-    // Merged, so that one rank of both groups says it.
-    let e = engine::get();
-    let mut merged = e.c.comm_null;
-    real::PMPI_Intercomm_merge(comm, 0, &mut merged);
-    stop(
-        merged,
-        &format!(
+    unsafe {
+        let supported = matches!(
+            op,
+            Op::Barrier
+                | Op::Bcast
+                | Op::Gather
+                | Op::Gatherv
+                | Op::Scatter
+                | Op::Scatterv
+                | Op::Allgather
+                | Op::Allgatherv
+                | Op::Alltoall
+                | Op::Alltoallv
+                | Op::Alltoallw
+                | Op::Reduce
+                | Op::Allreduce
+                | Op::ReduceScatterBlock
+        );
+        if supported {
+            return;
+        }
+        // Merged, so that one rank of both groups says it.
+        let e = engine::get();
+        let mut merged = e.c.comm_null;
+        real::PMPI_Intercomm_merge(comm, 0, &mut merged);
+        stop(
+            merged,
+            &format!(
             "{name} on an intercommunicator is not supported while virtual time is on (the shim \
              runs Barrier, Bcast, Gather(v), Scatter(v), Allgather(v), Alltoall(v,w), Reduce, \
              Allreduce and Reduce_scatter_block there); stopping"
         ),
-    );
+        );
+    }
 }
 
 /// A hash of the algorithm choices, which start-up adds to the settings
@@ -456,54 +478,58 @@ pub fn config_hash() -> u64 {
 /// Every rank must choose the same algorithms, or the collectives would
 /// mismatch: checked natively once per communicator.
 unsafe fn agree(dup: Comm, comm: Comm) {
-    let e = engine::get();
-    let mut h = DefaultHasher::new();
-    config(comm).hash(&mut h);
-    let mine = h.finish();
-    let (mut mx, mut mn) = (0u64, 0u64);
-    real::PMPI_Allreduce(
-        (&mine as *const u64).cast(),
-        (&mut mx as *mut u64).cast(),
-        1,
-        e.c.uint64,
-        e.c.op_max,
-        dup,
-    );
-    real::PMPI_Allreduce(
-        (&mine as *const u64).cast(),
-        (&mut mn as *mut u64).cast(),
-        1,
-        e.c.uint64,
-        e.c.op_min,
-        dup,
-    );
-    if mx != mn {
-        stop(
+    unsafe {
+        let e = engine::get();
+        let mut h = DefaultHasher::new();
+        config(comm).hash(&mut h);
+        let mine = h.finish();
+        let (mut mx, mut mn) = (0u64, 0u64);
+        real::PMPI_Allreduce(
+            (&mine as *const u64).cast(),
+            (&mut mx as *mut u64).cast(),
+            1,
+            e.c.uint64,
+            e.c.op_max,
+            dup,
+        );
+        real::PMPI_Allreduce(
+            (&mine as *const u64).cast(),
+            (&mut mn as *mut u64).cast(),
+            1,
+            e.c.uint64,
+            e.c.op_min,
+            dup,
+        );
+        if mx != mn {
+            stop(
             comm,
             "the ranks were started with different LOGGP_COLL* settings; every rank must have the same",
         );
+        }
     }
 }
 
 /// Forgets (and frees) the private duplicate of a communicator the
 /// application is freeing.
 unsafe fn forget(comm: Comm) {
-    // What the engine learned of the two (targeting): their handles may
-    // name other communicators next. A duplicate still in use by a
-    // collective in flight is merely learned again.
-    engine::get().forget_comm(comm);
-    let en = comms().as_mut().and_then(|m| m.remove(&key(comm)));
-    if let Some(en) = en {
-        let Ok(mut dup) = dup_wait(&en.slot) else {
-            return;
-        };
-        engine::get().forget_comm(dup);
-        if nb::running() {
-            // MPI lets a communicator be freed with collectives on it still
-            // in flight; ours use the duplicate, freed when they are done.
-            deferred().push(DupComm(dup));
-        } else {
-            real::PMPI_Comm_free(&mut dup);
+    unsafe {
+        // What the engine learned of the two (targeting): their handles may
+        // name other communicators next. A duplicate still in use by a
+        // collective in flight is merely learned again.
+        engine::get().forget_comm(comm);
+        let en = comms().as_mut().and_then(|m| m.remove(&key(comm)));
+        if let Some(en) = en {
+            let Ok(mut dup) = dup_wait(&en.slot) else {
+                return;
+            };
+            engine::get().forget_comm(dup);
+            if nb::running() {
+                // MPI lets a communicator be freed with collectives on it still
+                // in flight; ours use the duplicate, freed when they are done.
+                deferred().push(DupComm(dup));
+            } else {
+                real::PMPI_Comm_free(&mut dup);
+            }
         }
     }
 }
@@ -540,13 +566,15 @@ fn free_deferred() {
 /// MPI_Finalize (MPI would reclaim them anyway).
 #[allow(dead_code)] // Wired from init::before_finalize by the engine's owner.
 pub unsafe fn finalize() {
-    let all = comms().take();
-    for (_, en) in all.into_iter().flatten() {
-        if let Ok(mut dup) = dup_wait(&en.slot) {
-            real::PMPI_Comm_free(&mut dup);
+    unsafe {
+        let all = comms().take();
+        for (_, en) in all.into_iter().flatten() {
+            if let Ok(mut dup) = dup_wait(&en.slot) {
+                real::PMPI_Comm_free(&mut dup);
+            }
         }
+        free_deferred();
     }
-    free_deferred();
 }
 
 mpi_fn!(MPI_Comm_free / PMPI_Comm_free (comm: *mut Comm) {
@@ -568,19 +596,21 @@ mpi_fn!(MPI_Comm_disconnect / PMPI_Comm_disconnect (comm: *mut Comm) {
 /// Runs `f` over the private duplicate, or returns `None` when the
 /// operation is configured `native`.
 unsafe fn run(op: Op, name: &str, comm: Comm, f: impl FnOnce(&Ctx, Choice) -> R) -> Option<c_int> {
-    let ch = config(comm).get(op);
-    if ch.alg == Alg::Native {
-        return None;
+    unsafe {
+        let ch = config(comm).get(op);
+        if ch.alg == Alg::Native {
+            return None;
+        }
+        let c = match ctx(comm, name, op, false) {
+            Ok((c, _)) => c,
+            // Raised already, by the library's call that failed on `comm`.
+            Err(rc) => return Some(rc),
+        };
+        Some(match f(&c, ch) {
+            Ok(()) => abi::SUCCESS,
+            Err(rc) => raise(comm, rc, name),
+        })
     }
-    let c = match ctx(comm, name, op, false) {
-        Ok((c, _)) => c,
-        // Raised already, by the library's call that failed on `comm`.
-        Err(rc) => return Some(rc),
-    };
-    Some(match f(&c, ch) {
-        Ok(()) => abi::SUCCESS,
-        Err(rc) => raise(comm, rc, name),
-    })
 }
 
 /// The default algorithm when the variable says `auto`.
@@ -610,7 +640,7 @@ fn resolve(op: Op, ch: Choice, bytes: usize, p: usize) -> Choice {
 }
 
 unsafe fn bytes_of(n: c_int, dt: Datatype) -> usize {
-    ctx::Ty::of(dt).bytes(count(n))
+    unsafe { ctx::Ty::of(dt).bytes(count(n)) }
 }
 
 /// The input of a reduction: `rbuf` when `sbuf` is MPI_IN_PLACE.
@@ -632,20 +662,22 @@ fn root_of(root: c_int) -> usize {
 /// communicator's error handler as usual. (Arguments significant on some
 /// ranks only are not checked: one rank going native alone would hang.)
 unsafe fn invalid(comm: Comm, counts: &[c_int], root: Option<c_int>) -> bool {
-    if counts.iter().any(|&n| n < 0) {
-        return true;
+    unsafe {
+        if counts.iter().any(|&n| n < 0) {
+            return true;
+        }
+        let Some(root) = root else {
+            return false;
+        };
+        let mut size: c_int = 0;
+        if real::PMPI_Comm_size(comm, &mut size) == abi::SUCCESS && (0..size).contains(&root) {
+            return false;
+        }
+        // On an intercommunicator the root may be MPI_ROOT, MPI_PROC_NULL or
+        // a rank of the remote group (checked by the collective itself).
+        let mut inter: c_int = 0;
+        real::PMPI_Comm_test_inter(comm, &mut inter) == abi::SUCCESS && inter == 0
     }
-    let Some(root) = root else {
-        return false;
-    };
-    let mut size: c_int = 0;
-    if real::PMPI_Comm_size(comm, &mut size) == abi::SUCCESS && (0..size).contains(&root) {
-        return false;
-    }
-    // On an intercommunicator the root may be MPI_ROOT, MPI_PROC_NULL or
-    // a rank of the remote group (checked by the collective itself).
-    let mut inter: c_int = 0;
-    real::PMPI_Comm_test_inter(comm, &mut inter) == abi::SUCCESS && inter == 0
 }
 
 // ------------------------------------------------------------- exports
@@ -919,24 +951,26 @@ where
     F: FnOnce(Ctx, Choice) -> Fut + 'static,
     Fut: std::future::Future<Output = R> + 'static,
 {
-    if req.is_null() {
-        return None;
+    unsafe {
+        if req.is_null() {
+            return None;
+        }
+        let ch = config(comm).get(op);
+        if ch.alg == Alg::Native {
+            return None;
+        }
+        let (mut c, slot) = match ctx(comm, name, op, true) {
+            Ok(c) => c,
+            Err(rc) => return Some(rc),
+        };
+        let job = async move {
+            c.comm = dup_ready(slot).await?;
+            f(c, ch).await
+        };
+        // An error of the job is raised on `comm` when the application
+        // completes the request (`nb::finish`).
+        Some(nb::spawn(Box::pin(job), req, comm, name))
     }
-    let ch = config(comm).get(op);
-    if ch.alg == Alg::Native {
-        return None;
-    }
-    let (mut c, slot) = match ctx(comm, name, op, true) {
-        Ok(c) => c,
-        Err(rc) => return Some(rc),
-    };
-    let job = async move {
-        c.comm = dup_ready(slot).await?;
-        f(c, ch).await
-    };
-    // An error of the job is raised on `comm` when the application
-    // completes the request (`nb::finish`).
-    Some(nb::spawn(Box::pin(job), req, comm, name))
 }
 
 mpi_fn!(MPI_Ibarrier / PMPI_Ibarrier (comm: Comm, req: *mut abi::Request) {
@@ -1231,61 +1265,63 @@ struct Nbrs {
 }
 
 unsafe fn neighbours(comm: Comm) -> Option<Nbrs> {
-    let mut kind: c_int = abi::UNDEFINED;
-    if real::PMPI_Topo_test(comm, &mut kind) != abi::SUCCESS {
-        return None;
-    }
-    if kind == abi::CART {
-        let mut nd: c_int = 0;
-        real::PMPI_Cartdim_get(comm, &mut nd);
-        let mut v = Vec::new();
-        for d in 0..nd {
-            let (mut s, mut t) = (abi::PROC_NULL, abi::PROC_NULL);
-            real::PMPI_Cart_shift(comm, d, 1, &mut s, &mut t);
-            v.push(s);
-            v.push(t);
+    unsafe {
+        let mut kind: c_int = abi::UNDEFINED;
+        if real::PMPI_Topo_test(comm, &mut kind) != abi::SUCCESS {
+            return None;
         }
-        Some(Nbrs {
-            src: v.clone(),
-            dst: v,
-            cart: true,
-        })
-    } else if kind == abi::GRAPH {
-        let (mut r, mut n): (c_int, c_int) = (0, 0);
-        real::PMPI_Comm_rank(comm, &mut r);
-        real::PMPI_Graph_neighbors_count(comm, r, &mut n);
-        let mut v = vec![0; count(n).max(1)];
-        real::PMPI_Graph_neighbors(comm, r, n, v.as_mut_ptr());
-        v.truncate(count(n));
-        Some(Nbrs {
-            src: v.clone(),
-            dst: v,
-            cart: false,
-        })
-    } else if kind == abi::DIST_GRAPH {
-        let (mut i, mut o, mut w): (c_int, c_int, c_int) = (0, 0, 0);
-        real::PMPI_Dist_graph_neighbors_count(comm, &mut i, &mut o, &mut w);
-        let (ni, no) = (count(i), count(o));
-        let (mut src, mut sw) = (vec![0; ni.max(1)], vec![0; ni.max(1)]);
-        let (mut dst, mut dw) = (vec![0; no.max(1)], vec![0; no.max(1)]);
-        real::PMPI_Dist_graph_neighbors(
-            comm,
-            i,
-            src.as_mut_ptr(),
-            sw.as_mut_ptr(),
-            o,
-            dst.as_mut_ptr(),
-            dw.as_mut_ptr(),
-        );
-        src.truncate(ni);
-        dst.truncate(no);
-        Some(Nbrs {
-            src,
-            dst,
-            cart: false,
-        })
-    } else {
-        None
+        if kind == abi::CART {
+            let mut nd: c_int = 0;
+            real::PMPI_Cartdim_get(comm, &mut nd);
+            let mut v = Vec::new();
+            for d in 0..nd {
+                let (mut s, mut t) = (abi::PROC_NULL, abi::PROC_NULL);
+                real::PMPI_Cart_shift(comm, d, 1, &mut s, &mut t);
+                v.push(s);
+                v.push(t);
+            }
+            Some(Nbrs {
+                src: v.clone(),
+                dst: v,
+                cart: true,
+            })
+        } else if kind == abi::GRAPH {
+            let (mut r, mut n): (c_int, c_int) = (0, 0);
+            real::PMPI_Comm_rank(comm, &mut r);
+            real::PMPI_Graph_neighbors_count(comm, r, &mut n);
+            let mut v = vec![0; count(n).max(1)];
+            real::PMPI_Graph_neighbors(comm, r, n, v.as_mut_ptr());
+            v.truncate(count(n));
+            Some(Nbrs {
+                src: v.clone(),
+                dst: v,
+                cart: false,
+            })
+        } else if kind == abi::DIST_GRAPH {
+            let (mut i, mut o, mut w): (c_int, c_int, c_int) = (0, 0, 0);
+            real::PMPI_Dist_graph_neighbors_count(comm, &mut i, &mut o, &mut w);
+            let (ni, no) = (count(i), count(o));
+            let (mut src, mut sw) = (vec![0; ni.max(1)], vec![0; ni.max(1)]);
+            let (mut dst, mut dw) = (vec![0; no.max(1)], vec![0; no.max(1)]);
+            real::PMPI_Dist_graph_neighbors(
+                comm,
+                i,
+                src.as_mut_ptr(),
+                sw.as_mut_ptr(),
+                o,
+                dst.as_mut_ptr(),
+                dw.as_mut_ptr(),
+            );
+            src.truncate(ni);
+            dst.truncate(no);
+            Some(Nbrs {
+                src,
+                dst,
+                cart: false,
+            })
+        } else {
+            None
+        }
     }
 }
 
@@ -1313,16 +1349,18 @@ unsafe fn neighbor(
     req: *mut abi::Request,
     mk: impl FnOnce(&Nbrs) -> (Vec<Blk>, Vec<Blk>),
 ) -> Option<c_int> {
-    let nb = neighbours(comm)?;
-    let (recvs, sends) = mk(&nb);
-    if req.is_null() {
-        run(Op::Neighbor, name, comm, |c, _| {
-            nb::block_on(algo::neighbor(c, &nb.src, &nb.dst, nb.cart, &recvs, &sends))
-        })
-    } else {
-        start(Op::Neighbor, name, comm, req, move |c, _| async move {
-            algo::neighbor(&c, &nb.src, &nb.dst, nb.cart, &recvs, &sends).await
-        })
+    unsafe {
+        let nb = neighbours(comm)?;
+        let (recvs, sends) = mk(&nb);
+        if req.is_null() {
+            run(Op::Neighbor, name, comm, |c, _| {
+                nb::block_on(algo::neighbor(c, &nb.src, &nb.dst, nb.cart, &recvs, &sends))
+            })
+        } else {
+            start(Op::Neighbor, name, comm, req, move |c, _| async move {
+                algo::neighbor(&c, &nb.src, &nb.dst, nb.cart, &recvs, &sends).await
+            })
+        }
     }
 }
 
@@ -1338,18 +1376,20 @@ unsafe fn nbr_allgather(
     rn: impl Fn(usize) -> usize,
     rdt: Datatype,
 ) -> Option<c_int> {
-    let rt = ctx::Ty::of(rdt);
-    neighbor(name, comm, req, |nb| {
-        let at = |j| rbuf.wrapping_byte_offset(rdisp(j).wrapping_mul(rt.ext));
-        let recvs = blocks(nb.src.len(), at, &rn, |_| rdt);
-        let sends = blocks(
-            nb.dst.len(),
-            |_| sbuf.cast_mut(),
-            |_| count(scount),
-            |_| sdt,
-        );
-        (recvs, sends)
-    })
+    unsafe {
+        let rt = ctx::Ty::of(rdt);
+        neighbor(name, comm, req, |nb| {
+            let at = |j| rbuf.wrapping_byte_offset(rdisp(j).wrapping_mul(rt.ext));
+            let recvs = blocks(nb.src.len(), at, &rn, |_| rdt);
+            let sends = blocks(
+                nb.dst.len(),
+                |_| sbuf.cast_mut(),
+                |_| count(scount),
+                |_| sdt,
+            );
+            (recvs, sends)
+        })
+    }
 }
 
 /// Neighbor_alltoall(v): block `i` at `sdisp(i)` elements of `sdt`,
@@ -1365,17 +1405,19 @@ unsafe fn nbr_alltoall(
     rdisp: impl Fn(usize) -> isize,
     rn: impl Fn(usize) -> usize,
 ) -> Option<c_int> {
-    let (st, rt) = (ctx::Ty::of(sdt), ctx::Ty::of(rdt));
-    neighbor(name, comm, req, |nb| {
-        let rat = |j| rbuf.wrapping_byte_offset(rdisp(j).wrapping_mul(rt.ext));
-        let sat = |i| {
-            sbuf.cast_mut()
-                .wrapping_byte_offset(sdisp(i).wrapping_mul(st.ext))
-        };
-        let recvs = blocks(nb.src.len(), rat, &rn, |_| rdt);
-        let sends = blocks(nb.dst.len(), sat, &sn, |_| sdt);
-        (recvs, sends)
-    })
+    unsafe {
+        let (st, rt) = (ctx::Ty::of(sdt), ctx::Ty::of(rdt));
+        neighbor(name, comm, req, |nb| {
+            let rat = |j| rbuf.wrapping_byte_offset(rdisp(j).wrapping_mul(rt.ext));
+            let sat = |i| {
+                sbuf.cast_mut()
+                    .wrapping_byte_offset(sdisp(i).wrapping_mul(st.ext))
+            };
+            let recvs = blocks(nb.src.len(), rat, &rn, |_| rdt);
+            let sends = blocks(nb.dst.len(), sat, &sn, |_| sdt);
+            (recvs, sends)
+        })
+    }
 }
 
 /// Neighbor_alltoallw: byte displacements and a type per block.
@@ -1396,21 +1438,23 @@ unsafe fn nbr_alltoallw(
         *const Datatype,
     ),
 ) -> Option<c_int> {
-    neighbor(name, comm, req, |nb| {
-        let recvs = blocks(
-            nb.src.len(),
-            |j| rbuf.wrapping_byte_offset(*rdispls.add(j)),
-            |j| count(*rcounts.add(j)),
-            |j| *rtypes.add(j),
-        );
-        let sends = blocks(
-            nb.dst.len(),
-            |i| sbuf.cast_mut().wrapping_byte_offset(*sdispls.add(i)),
-            |i| count(*scounts.add(i)),
-            |i| *stypes.add(i),
-        );
-        (recvs, sends)
-    })
+    unsafe {
+        neighbor(name, comm, req, |nb| {
+            let recvs = blocks(
+                nb.src.len(),
+                |j| rbuf.wrapping_byte_offset(*rdispls.add(j)),
+                |j| count(*rcounts.add(j)),
+                |j| *rtypes.add(j),
+            );
+            let sends = blocks(
+                nb.dst.len(),
+                |i| sbuf.cast_mut().wrapping_byte_offset(*sdispls.add(i)),
+                |i| count(*scounts.add(i)),
+                |i| *stypes.add(i),
+            );
+            (recvs, sends)
+        })
+    }
 }
 
 /// Element offset `i · n` of fixed-size blocks.
@@ -1424,10 +1468,12 @@ unsafe fn vector(
     counts: *const c_int,
     displs: *const c_int,
 ) -> (impl Fn(usize) -> isize, impl Fn(usize) -> usize) {
-    (
-        move |i: usize| *displs.add(i) as isize,
-        move |i: usize| count(*counts.add(i)),
-    )
+    unsafe {
+        (
+            move |i: usize| *displs.add(i) as isize,
+            move |i: usize| count(*counts.add(i)),
+        )
+    }
 }
 
 mpi_fn!(MPI_Neighbor_allgather / PMPI_Neighbor_allgather (sbuf: *const c_void, scount: c_int, sdt: Datatype, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, comm: Comm) {

@@ -86,7 +86,7 @@ pub fn running() -> bool {
 /// application's `comm`, and advances it once (so that its first messages
 /// leave in the initiating call, as a native library's would).
 pub unsafe fn spawn(fut: Fut, req: *mut Request, comm: Comm, name: &'static str) -> c_int {
-    spawn_with(fut, req, comm, name, None)
+    unsafe { spawn_with(fut, req, comm, name, None) }
 }
 
 /// Completes when both requests of an Isendrecv (`[send, recv]`, the
@@ -124,17 +124,19 @@ impl Future for Pair {
 /// raised as a collective's (no communicator is named).
 #[cfg_attr(ompi, allow(dead_code))]
 pub unsafe fn spawn_pair(reqs: [Request; 2], keep: Vec<u8>, req: *mut Request) -> c_int {
-    let st = Arc::new(Mutex::new(Status::zeroed()));
-    let pair = Pair {
-        reqs,
-        st: st.clone(),
-    };
-    let fut = async move {
-        let _keep = keep;
-        pair.await
-    };
-    let null = engine::get().c.comm_null;
-    spawn_with(Box::pin(fut), req, null, "MPI_Isendrecv", Some(st))
+    unsafe {
+        let st = Arc::new(Mutex::new(Status::zeroed()));
+        let pair = Pair {
+            reqs,
+            st: st.clone(),
+        };
+        let fut = async move {
+            let _keep = keep;
+            pair.await
+        };
+        let null = engine::get().c.comm_null;
+        spawn_with(Box::pin(fut), req, null, "MPI_Isendrecv", Some(st))
+    }
 }
 
 unsafe fn spawn_with(
@@ -144,26 +146,28 @@ unsafe fn spawn_with(
     name: &'static str,
     status: Option<Arc<Mutex<Status>>>,
 ) -> c_int {
-    let e = engine::get();
-    let rc = engine::start_grequest(req);
-    if rc != abi::SUCCESS {
-        return rc;
+    unsafe {
+        let e = engine::get();
+        let rc = engine::start_grequest(req);
+        if rc != abi::SUCCESS {
+            return rc;
+        }
+        let k = key(*req);
+        e.track_coll(*req);
+        let job = Arc::new(Mutex::new(Job {
+            req: *req,
+            comm,
+            name,
+            fut: Some(fut),
+            rc: None,
+            orphan: false,
+            status,
+        }));
+        RUNNING.fetch_add(1, Ordering::Relaxed);
+        jobs().push((k, job));
+        progress_all();
+        abi::SUCCESS
     }
-    let k = key(*req);
-    e.track_coll(*req);
-    let job = Arc::new(Mutex::new(Job {
-        req: *req,
-        comm,
-        name,
-        fut: Some(fut),
-        rc: None,
-        orphan: false,
-        status,
-    }));
-    RUNNING.fetch_add(1, Ordering::Relaxed);
-    jobs().push((k, job));
-    progress_all();
-    abi::SUCCESS
 }
 
 /// Polls `j` once unless it is finished or another thread is polling it.

@@ -26,47 +26,53 @@ impl Engine {
     /// For a natively complete tracked request (status `st`): the time at
     /// which it may complete in the emulated machine.
     pub(super) unsafe fn ready_time(&self, e: &Taken, st: &Status, gate: &RecvGate) -> u64 {
-        let native = self.native_of(e.kind(), st);
-        e.ready_time(native, |_, p| self.delivery_time(p, st, gate))
+        unsafe {
+            let native = self.native_of(e.kind(), st);
+            e.ready_time(native, |_, p| self.delivery_time(p, st, gate))
+        }
     }
 
     /// What a natively complete request's status says for its life cycle.
     /// Only a nonblocking receive is asked whether it was cancelled.
     unsafe fn native_of(&self, kind: Kind, st: &Status) -> Native {
-        match kind {
-            // A receive (persistent or not) can be cancelled only once the
-            // application has called MPI_Cancel: until then no call.
-            Kind::Recv | Kind::PRecv => {
-                let mut cancelled: c_int = 0;
-                if cancels_seen() {
-                    PMPI_Test_cancelled(st, &mut cancelled);
+        unsafe {
+            match kind {
+                // A receive (persistent or not) can be cancelled only once the
+                // application has called MPI_Cancel: until then no call.
+                Kind::Recv | Kind::PRecv => {
+                    let mut cancelled: c_int = 0;
+                    if cancels_seen() {
+                        PMPI_Test_cancelled(st, &mut cancelled);
+                    }
+                    Native {
+                        cancelled: cancelled != 0,
+                        from_null: st.source() == abi::PROC_NULL,
+                    }
                 }
-                Native {
-                    cancelled: cancelled != 0,
-                    from_null: st.source() == abi::PROC_NULL,
-                }
+                _ => Native::default(),
             }
-            _ => Native::default(),
         }
     }
 
     /// When the message of a natively complete receive (status `st`)
     /// passes the gate.
     unsafe fn delivery_time(&self, p: &Pending, st: &Status, gate: &RecvGate) -> u64 {
-        match p {
-            Pending::FromStash { msg, .. } => {
-                self.ready_at(gate, msg.d, msg.src, msg.l, msg.payload.len() as u64)
+        unsafe {
+            match p {
+                Pending::FromStash { msg, .. } => {
+                    self.ready_at(gate, msg.d, msg.src, msg.l, msg.payload.len() as u64)
+                }
+                Pending::Recv(wire) => {
+                    let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
+                    let h = wire.header();
+                    self.ready_at(gate, h.d, h.src, h.l, payload)
+                }
+                Pending::PRecv { hdr } => {
+                    let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
+                    self.ready_at(gate, hdr.d, hdr.src, hdr.l, payload)
+                }
+                _ => 0,
             }
-            Pending::Recv(wire) => {
-                let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
-                let h = wire.header();
-                self.ready_at(gate, h.d, h.src, h.l, payload)
-            }
-            Pending::PRecv { hdr } => {
-                let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
-                self.ready_at(gate, hdr.d, hdr.src, hdr.l, payload)
-            }
-            _ => 0,
         }
     }
 
@@ -79,25 +85,27 @@ impl Engine {
         block: bool,
         rc: c_int,
     ) -> c_int {
-        if matches!(e.kind(), Kind::Send | Kind::PSend) {
-            if block {
-                self.hold_until(e.complete_at());
+        unsafe {
+            if matches!(e.kind(), Kind::Send | Kind::PSend) {
+                if block {
+                    self.hold_until(e.complete_at());
+                }
+                return abi::SUCCESS;
             }
-            return abi::SUCCESS;
-        }
-        match e.data_mut() {
-            Some(Pending::Coll { k }) => nb::finish(*k, st),
-            Some(Pending::Recv(wire)) => self.finish_recv(wire, st, block, rc),
-            Some(Pending::PRecv { hdr }) => {
-                let mut w = Wire::Struct {
-                    hdr: Box::new(**hdr),
-                };
-                self.finish_recv(&mut w, st, block, rc)
+            match e.data_mut() {
+                Some(Pending::Coll { k }) => nb::finish(*k, st),
+                Some(Pending::Recv(wire)) => self.finish_recv(wire, st, block, rc),
+                Some(Pending::PRecv { hdr }) => {
+                    let mut w = Wire::Struct {
+                        hdr: Box::new(**hdr),
+                    };
+                    self.finish_recv(&mut w, st, block, rc)
+                }
+                Some(Pending::FromStash { msg, n, truncated }) => {
+                    self.deliver_stashed(msg, *n, *truncated, st, block)
+                }
+                _ => abi::SUCCESS,
             }
-            Some(Pending::FromStash { msg, n, truncated }) => {
-                self.deliver_stashed(msg, *n, *truncated, st, block)
-            }
-            _ => abi::SUCCESS,
         }
     }
 
@@ -136,55 +144,59 @@ impl Engine {
     }
 
     pub unsafe fn wait(&self, req: *mut Request, status: *mut Status) -> c_int {
-        self.reap_freed();
-        let r = *req;
-        if r == self.c.request_null {
-            return PMPI_Wait(req, status);
-        }
-        let polled = nb::running();
-        if polled {
-            // Nonblocking collectives in flight: wait by polling, so that
-            // they progress meanwhile (the request may depend on them).
-            let mut patience = Patience::new();
-            loop {
-                if self.poll(r).done(|| self.native_done(r)) {
-                    break;
-                }
-                nb::progress_all();
-                patience.pause();
+        unsafe {
+            self.reap_freed();
+            let r = *req;
+            if r == self.c.request_null {
+                return PMPI_Wait(req, status);
             }
+            let polled = nb::running();
+            if polled {
+                // Nonblocking collectives in flight: wait by polling, so that
+                // they progress meanwhile (the request may depend on them).
+                let mut patience = Patience::new();
+                loop {
+                    if self.poll(r).done(|| self.native_done(r)) {
+                        break;
+                    }
+                    nb::progress_all();
+                    patience.pause();
+                }
+            }
+            let mut st = Status::zeroed();
+            if !polled && self.uses_seen {
+                // A blocking native Wait (else the loop above polled): is the
+                // request complete already, or will it wait?
+                set_waited(if self.look(r) { NOT_WAITED } else { CAME_NOW });
+            }
+            let rc = self.complete_one(req, &mut st);
+            set_waited(NOT_WAITED);
+            if !abi::status_ignored(status) {
+                st.copy_to(status);
+            }
+            rc
         }
-        let mut st = Status::zeroed();
-        if !polled && self.uses_seen {
-            // A blocking native Wait (else the loop above polled): is the
-            // request complete already, or will it wait?
-            set_waited(if self.look(r) { NOT_WAITED } else { CAME_NOW });
-        }
-        let rc = self.complete_one(req, &mut st);
-        set_waited(NOT_WAITED);
-        if !abi::status_ignored(status) {
-            st.copy_to(status);
-        }
-        rc
     }
 
     /// Completes `reqs[i]` (known complete natively and ready) into `st`.
     pub(super) unsafe fn complete_one(&self, req: *mut Request, st: &mut Status) -> c_int {
-        let r = *req;
-        match self.take(r) {
-            None => PMPI_Wait(req, st),
-            Some(mut e) => {
-                let rc = PMPI_Wait(req, st);
-                if e.kind() == Kind::PRecv {
-                    recall_status(r, st, true);
-                    self.refresh_header(r, &mut e);
-                }
-                let rc2 = self.finish(&mut e, st, true, rc);
-                self.recycle(e);
-                if ok(rc) {
-                    rc2
-                } else {
-                    rc
+        unsafe {
+            let r = *req;
+            match self.take(r) {
+                None => PMPI_Wait(req, st),
+                Some(mut e) => {
+                    let rc = PMPI_Wait(req, st);
+                    if e.kind() == Kind::PRecv {
+                        recall_status(r, st, true);
+                        self.refresh_header(r, &mut e);
+                    }
+                    let rc2 = self.finish(&mut e, st, true, rc);
+                    self.recycle(e);
+                    if ok(rc) {
+                        rc2
+                    } else {
+                        rc
+                    }
                 }
             }
         }
@@ -202,7 +214,7 @@ impl Engine {
 
     /// Where a request stands for the emulated machine.
     pub(super) unsafe fn poll(&self, r: Request) -> Poll {
-        self.poll_at(r, now())
+        unsafe { self.poll_at(r, now()) }
     }
 
     /// `poll` as of time `t`. A pass over several requests (Waitany,
@@ -212,78 +224,86 @@ impl Engine {
     /// channel, or a varied L raised to arrive with the message before it:
     /// `loggp_core::dist::Channels`), and overtake it.
     pub(super) unsafe fn poll_at(&self, r: Request, t: u64) -> Poll {
-        let k = key(r);
-        // Not in the match: its job's progress may take the state.
-        let look = self.lock().reqs.look(k);
-        match look {
-            Look::Untracked => return Poll::Untracked,
-            Look::Inactive => return Poll::Inactive,
-            Look::Active(Kind::Coll) => {
-                return if nb::done(k) {
-                    Poll::Ready
-                } else {
-                    Poll::NotReady
-                };
+        unsafe {
+            let k = key(r);
+            // Not in the match: its job's progress may take the state.
+            let look = self.lock().reqs.look(k);
+            match look {
+                Look::Untracked => return Poll::Untracked,
+                Look::Inactive => return Poll::Inactive,
+                Look::Active(Kind::Coll) => {
+                    return if nb::done(k) {
+                        Poll::Ready
+                    } else {
+                        Poll::NotReady
+                    };
+                }
+                Look::Active(_) => {}
             }
-            Look::Active(_) => {}
+            let mut flag: c_int = 0;
+            let mut s = Status::zeroed();
+            PMPI_Request_get_status(r, &mut flag, &mut s);
+            if flag == 0 {
+                return Poll::NotReady;
+            }
+            let st = self.lock();
+            let Some(e) = st.reqs.entry(k) else {
+                return Poll::Untracked;
+            };
+            if e.kind() == Kind::PRecv {
+                remember_status(r, &s);
+                recall_status(r, &mut s, false);
+            }
+            let native = self.native_of(e.kind(), &s);
+            st.reqs
+                .judge_entry(k, e, t, native, |_, p| self.delivery_time(p, &s, &st.gate))
         }
-        let mut flag: c_int = 0;
-        let mut s = Status::zeroed();
-        PMPI_Request_get_status(r, &mut flag, &mut s);
-        if flag == 0 {
-            return Poll::NotReady;
-        }
-        let st = self.lock();
-        let Some(e) = st.reqs.entry(k) else {
-            return Poll::Untracked;
-        };
-        if e.kind() == Kind::PRecv {
-            remember_status(r, &s);
-            recall_status(r, &mut s, false);
-        }
-        let native = self.native_of(e.kind(), &s);
-        st.reqs
-            .judge_entry(k, e, t, native, |_, p| self.delivery_time(p, &s, &st.gate))
     }
 
     /// Before a blocking wait: is `r` complete natively already? (Keeps
     /// the status of a persistent receive, as `poll` does, for MPICH 5.)
     pub(super) unsafe fn look(&self, r: Request) -> bool {
-        let mut f: c_int = 0;
-        let mut st = Status::zeroed();
-        PMPI_Request_get_status(r, &mut f, &mut st);
-        if f != 0 && self.lock().reqs.kind(key(r)) == Some(Kind::PRecv) {
-            remember_status(r, &st);
+        unsafe {
+            let mut f: c_int = 0;
+            let mut st = Status::zeroed();
+            PMPI_Request_get_status(r, &mut f, &mut st);
+            if f != 0 && self.lock().reqs.kind(key(r)) == Some(Kind::PRecv) {
+                remember_status(r, &st);
+            }
+            f != 0
         }
-        f != 0
     }
 
     /// Native completion of an untracked request, without freeing it.
     pub(super) unsafe fn native_done(&self, r: Request) -> bool {
-        let mut f: c_int = 0;
-        let mut st = Status::zeroed();
-        PMPI_Request_get_status(r, &mut f, &mut st);
-        f != 0
+        unsafe {
+            let mut f: c_int = 0;
+            let mut st = Status::zeroed();
+            PMPI_Request_get_status(r, &mut f, &mut st);
+            f != 0
+        }
     }
 
     pub unsafe fn test(&self, req: *mut Request, flag: *mut c_int, status: *mut Status) -> c_int {
-        self.reap_freed();
-        nb::progress_all();
-        let r = *req;
-        match self.poll(r) {
-            Poll::Untracked | Poll::Inactive => PMPI_Test(req, flag, status),
-            Poll::NotReady => {
-                *flag = 0;
-                abi::SUCCESS
-            }
-            Poll::Ready => {
-                *flag = 1;
-                let mut st = Status::zeroed();
-                let rc = self.complete_one(req, &mut st);
-                if !abi::status_ignored(status) {
-                    st.copy_to(status);
+        unsafe {
+            self.reap_freed();
+            nb::progress_all();
+            let r = *req;
+            match self.poll(r) {
+                Poll::Untracked | Poll::Inactive => PMPI_Test(req, flag, status),
+                Poll::NotReady => {
+                    *flag = 0;
+                    abi::SUCCESS
                 }
-                rc
+                Poll::Ready => {
+                    *flag = 1;
+                    let mut st = Status::zeroed();
+                    let rc = self.complete_one(req, &mut st);
+                    if !abi::status_ignored(status) {
+                        st.copy_to(status);
+                    }
+                    rc
+                }
             }
         }
     }
@@ -294,112 +314,118 @@ impl Engine {
         flag: *mut c_int,
         status: *mut Status,
     ) -> c_int {
-        nb::progress_all();
-        match self.poll(r) {
-            Poll::Untracked | Poll::Inactive => PMPI_Request_get_status(r, flag, status),
-            Poll::NotReady => {
-                *flag = 0;
-                abi::SUCCESS
-            }
-            Poll::Ready => {
-                // Complete but not freed: deliver the data now (placing is
-                // done once), report a fixed status, keep the request.
-                *flag = 1;
-                let mut st = Status::zeroed();
-                let rc = PMPI_Request_get_status(r, flag, &mut st);
-                recall_status(r, &mut st, false);
-                let mut s = self.lock();
-                if let Some(Pending::Recv(wire)) = s.reqs.get_mut(key(r)) {
-                    let mut w = std::mem::replace(
-                        wire,
-                        Wire::Struct {
-                            hdr: Box::new(Header::default()),
-                        },
-                    );
-                    drop(s);
-                    self.peek_recv(&mut w, &mut st);
-                    s = self.lock();
+        unsafe {
+            nb::progress_all();
+            match self.poll(r) {
+                Poll::Untracked | Poll::Inactive => PMPI_Request_get_status(r, flag, status),
+                Poll::NotReady => {
+                    *flag = 0;
+                    abi::SUCCESS
+                }
+                Poll::Ready => {
+                    // Complete but not freed: deliver the data now (placing is
+                    // done once), report a fixed status, keep the request.
+                    *flag = 1;
+                    let mut st = Status::zeroed();
+                    let rc = PMPI_Request_get_status(r, flag, &mut st);
+                    recall_status(r, &mut st, false);
+                    let mut s = self.lock();
                     if let Some(Pending::Recv(wire)) = s.reqs.get_mut(key(r)) {
-                        *wire = w;
+                        let mut w = std::mem::replace(
+                            wire,
+                            Wire::Struct {
+                                hdr: Box::new(Header::default()),
+                            },
+                        );
+                        drop(s);
+                        self.peek_recv(&mut w, &mut st);
+                        s = self.lock();
+                        if let Some(Pending::Recv(wire)) = s.reqs.get_mut(key(r)) {
+                            *wire = w;
+                        }
                     }
+                    drop(s);
+                    if !abi::status_ignored(status) {
+                        st.copy_to(status);
+                    }
+                    rc
                 }
-                drop(s);
-                if !abi::status_ignored(status) {
-                    st.copy_to(status);
-                }
-                rc
             }
         }
     }
 
     /// Places a staged receive and fixes its status without delivering it.
     pub(super) unsafe fn peek_recv(&self, wire: &mut Wire, st: &mut Status) {
-        let got = status_bytes(st, self.c.byte);
-        wire.place(got);
-        set_status_bytes(st, self.c.byte, got.saturating_sub(HDR) as u64);
+        unsafe {
+            let got = status_bytes(st, self.c.byte);
+            wire.place(got);
+            set_status_bytes(st, self.c.byte, got.saturating_sub(HDR) as u64);
+        }
     }
 
     pub unsafe fn waitall(&self, n: c_int, reqs: *mut Request, statuses: *mut Status) -> c_int {
-        let len = usize::try_from(n).unwrap_or(0);
-        if len == 0 {
-            return PMPI_Waitall(n, reqs, statuses);
-        }
-        let rs = std::slice::from_raw_parts_mut(reqs, len);
-        if !self.any_tracked(rs) && !nb::running() {
-            return PMPI_Waitall(n, reqs, statuses);
-        }
-        if !nb::running() {
-            return self.waitall_native_first(rs, statuses);
-        }
-        let ignore = abi::statuses_ignored(statuses);
-        let mut rc_all = abi::SUCCESS;
-        // Complete in the order the emulated machine allows: repeatedly the
-        // tracked request with the earliest ready time, untracked ones as
-        // MPI completes them.
-        let mut done = vec![false; len];
-        let mut patience = Patience::new();
-        loop {
-            let mut remaining = false;
-            let mut progressed = false;
-            for i in 0..len {
-                if done[i] {
-                    continue;
-                }
-                if rs[i] == self.c.request_null {
-                    done[i] = true;
-                    if !ignore {
+        unsafe {
+            let len = usize::try_from(n).unwrap_or(0);
+            if len == 0 {
+                return PMPI_Waitall(n, reqs, statuses);
+            }
+            let rs = std::slice::from_raw_parts_mut(reqs, len);
+            if !self.any_tracked(rs) && !nb::running() {
+                return PMPI_Waitall(n, reqs, statuses);
+            }
+            if !nb::running() {
+                return self.waitall_native_first(rs, statuses);
+            }
+            let ignore = abi::statuses_ignored(statuses);
+            let mut rc_all = abi::SUCCESS;
+            // Complete in the order the emulated machine allows: repeatedly the
+            // tracked request with the earliest ready time, untracked ones as
+            // MPI completes them.
+            let mut done = vec![false; len];
+            let mut patience = Patience::new();
+            loop {
+                let mut remaining = false;
+                let mut progressed = false;
+                for i in 0..len {
+                    if done[i] {
+                        continue;
+                    }
+                    if rs[i] == self.c.request_null {
+                        done[i] = true;
+                        if !ignore {
+                            let mut st = Status::zeroed();
+                            PMPI_Wait(&mut rs[i], &mut st);
+                            st.copy_to_all(statuses.add(i));
+                        }
+                        continue;
+                    }
+                    let r = rs[i];
+                    if self.poll(r).done(|| self.native_done(r)) {
                         let mut st = Status::zeroed();
-                        PMPI_Wait(&mut rs[i], &mut st);
-                        st.copy_to_all(statuses.add(i));
+                        let rc = self.complete_one(&mut rs[i], &mut st);
+                        if !ok(rc) {
+                            rc_all = abi::ERR_IN_STATUS;
+                            st.set_error(rc);
+                        }
+                        if !ignore {
+                            st.copy_to_all(statuses.add(i));
+                        }
+                        done[i] = true;
+                        progressed = true;
+                    } else {
+                        remaining = true;
                     }
-                    continue;
                 }
-                let r = rs[i];
-                if self.poll(r).done(|| self.native_done(r)) {
-                    let mut st = Status::zeroed();
-                    let rc = self.complete_one(&mut rs[i], &mut st);
-                    if !ok(rc) {
-                        rc_all = abi::ERR_IN_STATUS;
-                        st.set_error(rc);
-                    }
-                    if !ignore {
-                        st.copy_to_all(statuses.add(i));
-                    }
-                    done[i] = true;
-                    progressed = true;
-                } else {
-                    remaining = true;
+                if !remaining {
+                    break;
+                }
+                if !progressed {
+                    nb::progress_all();
+                    patience.pause();
                 }
             }
-            if !remaining {
-                break;
-            }
-            if !progressed {
-                nb::progress_all();
-                patience.pause();
-            }
+            rc_all
         }
-        rc_all
     }
 
     /// Waitall when no collective of the shim's needs progress: MPI's own
@@ -410,52 +436,66 @@ impl Engine {
     /// Waitall returns only when all are complete, so the emulated times
     /// are those of completing them one by one.
     unsafe fn waitall_native_first(&self, rs: &mut [Request], statuses: *mut Status) -> c_int {
-        let len = rs.len();
-        let keys: Vec<Request> = rs.to_vec();
-        let mut sts = vec![Status::zeroed(); len];
-        // Which of ours will the native Waitall wait for?
-        let absent: Vec<bool> = if self.uses_seen {
-            keys.iter()
-                .map(|&k| k != self.c.request_null && !self.look(k))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let rc_native = PMPI_Waitall(as_int(len), rs.as_mut_ptr(), sts.as_mut_ptr());
-        // The messages it waited for came by the time it returned; the
-        // deliveries below may wait, and must not count from later.
-        let came = if self.uses_seen { now() } else { NOT_WAITED };
-        // On MPI_ERR_IN_STATUS a request whose status says MPI_ERR_PENDING
-        // was not completed: it stays as it is, ours included.
-        let in_status = rc_native == abi::ERR_IN_STATUS;
-        if rc_native != abi::SUCCESS && !in_status {
-            return rc_native;
-        }
-        // The order of deliveries matters only when g_r spaces them;
-        // Waitall returns after the last either way. Otherwise each is
-        // finished as it is taken, in the order of the array.
-        let by_time = self.cfg.any_g_r();
-        let mut mine: Vec<(u64, usize, Taken)> = Vec::new();
-        let mut rc_all = rc_native;
-        for (i, &k) in keys.iter().enumerate() {
-            if k == self.c.request_null || (in_status && sts[i].error() == abi::ERR_PENDING) {
-                continue;
-            }
-            let Some(mut p) = self.take(k) else {
-                continue;
-            };
-            if p.kind() == Kind::PRecv {
-                recall_status(k, &mut sts[i], true);
-                // Persistent receive: the header landed in the live entry.
-                self.refresh_header(k, &mut p);
-            }
-            if by_time {
-                let t = {
-                    let st = self.lock();
-                    self.ready_time(&p, &sts[i], &st.gate)
-                };
-                mine.push((t, i, p));
+        unsafe {
+            let len = rs.len();
+            let keys: Vec<Request> = rs.to_vec();
+            let mut sts = vec![Status::zeroed(); len];
+            // Which of ours will the native Waitall wait for?
+            let absent: Vec<bool> = if self.uses_seen {
+                keys.iter()
+                    .map(|&k| k != self.c.request_null && !self.look(k))
+                    .collect()
             } else {
+                Vec::new()
+            };
+            let rc_native = PMPI_Waitall(as_int(len), rs.as_mut_ptr(), sts.as_mut_ptr());
+            // The messages it waited for came by the time it returned; the
+            // deliveries below may wait, and must not count from later.
+            let came = if self.uses_seen { now() } else { NOT_WAITED };
+            // On MPI_ERR_IN_STATUS a request whose status says MPI_ERR_PENDING
+            // was not completed: it stays as it is, ours included.
+            let in_status = rc_native == abi::ERR_IN_STATUS;
+            if rc_native != abi::SUCCESS && !in_status {
+                return rc_native;
+            }
+            // The order of deliveries matters only when g_r spaces them;
+            // Waitall returns after the last either way. Otherwise each is
+            // finished as it is taken, in the order of the array.
+            let by_time = self.cfg.any_g_r();
+            let mut mine: Vec<(u64, usize, Taken)> = Vec::new();
+            let mut rc_all = rc_native;
+            for (i, &k) in keys.iter().enumerate() {
+                if k == self.c.request_null || (in_status && sts[i].error() == abi::ERR_PENDING) {
+                    continue;
+                }
+                let Some(mut p) = self.take(k) else {
+                    continue;
+                };
+                if p.kind() == Kind::PRecv {
+                    recall_status(k, &mut sts[i], true);
+                    // Persistent receive: the header landed in the live entry.
+                    self.refresh_header(k, &mut p);
+                }
+                if by_time {
+                    let t = {
+                        let st = self.lock();
+                        self.ready_time(&p, &sts[i], &st.gate)
+                    };
+                    mine.push((t, i, p));
+                } else {
+                    let waited = absent.get(i).copied().unwrap_or(false);
+                    self.finish_of_waitall(
+                        i,
+                        p,
+                        &mut sts,
+                        in_status,
+                        waited.then_some(came),
+                        &mut rc_all,
+                    );
+                }
+            }
+            lifecycle::delivery_order(&mut mine);
+            for (_, i, p) in mine {
                 let waited = absent.get(i).copied().unwrap_or(false);
                 self.finish_of_waitall(
                     i,
@@ -466,25 +506,13 @@ impl Engine {
                     &mut rc_all,
                 );
             }
-        }
-        lifecycle::delivery_order(&mut mine);
-        for (_, i, p) in mine {
-            let waited = absent.get(i).copied().unwrap_or(false);
-            self.finish_of_waitall(
-                i,
-                p,
-                &mut sts,
-                in_status,
-                waited.then_some(came),
-                &mut rc_all,
-            );
-        }
-        if !abi::statuses_ignored(statuses) {
-            for (i, st) in sts.iter().enumerate() {
-                st.copy_to_all(statuses.add(i));
+            if !abi::statuses_ignored(statuses) {
+                for (i, st) in sts.iter().enumerate() {
+                    st.copy_to_all(statuses.add(i));
+                }
             }
+            rc_all
         }
-        rc_all
     }
 
     /// Finishes request `i` of a Waitall that MPI completed natively
@@ -500,24 +528,26 @@ impl Engine {
         came: Option<u64>,
         rc_all: &mut c_int,
     ) {
-        let rc_i = if in_status {
-            sts[i].error()
-        } else {
-            abi::SUCCESS
-        };
-        set_waited(came.unwrap_or(NOT_WAITED));
-        let rc = self.finish(&mut p, &mut sts[i], true, rc_i);
-        set_waited(NOT_WAITED);
-        self.recycle(p);
-        if !ok(rc) && ok(rc_i) {
-            if !in_status && *rc_all != abi::ERR_IN_STATUS {
-                // Now every status must say how its request ended.
-                for st in sts.iter_mut() {
-                    st.set_error(abi::SUCCESS);
+        unsafe {
+            let rc_i = if in_status {
+                sts[i].error()
+            } else {
+                abi::SUCCESS
+            };
+            set_waited(came.unwrap_or(NOT_WAITED));
+            let rc = self.finish(&mut p, &mut sts[i], true, rc_i);
+            set_waited(NOT_WAITED);
+            self.recycle(p);
+            if !ok(rc) && ok(rc_i) {
+                if !in_status && *rc_all != abi::ERR_IN_STATUS {
+                    // Now every status must say how its request ended.
+                    for st in sts.iter_mut() {
+                        st.set_error(abi::SUCCESS);
+                    }
                 }
+                *rc_all = abi::ERR_IN_STATUS;
+                sts[i].set_error(rc);
             }
-            *rc_all = abi::ERR_IN_STATUS;
-            sts[i].set_error(rc);
         }
     }
 
@@ -528,20 +558,22 @@ impl Engine {
         flag: *mut c_int,
         statuses: *mut Status,
     ) -> c_int {
-        let len = usize::try_from(n).unwrap_or(0);
-        nb::progress_all();
-        let rs = std::slice::from_raw_parts_mut(reqs, len);
-        if !self.any_tracked(rs) {
-            return PMPI_Testall(n, reqs, flag, statuses);
-        }
-        for &r in rs.iter() {
-            if !self.poll(r).done(|| self.native_done(r)) {
-                *flag = 0;
-                return abi::SUCCESS;
+        unsafe {
+            let len = usize::try_from(n).unwrap_or(0);
+            nb::progress_all();
+            let rs = std::slice::from_raw_parts_mut(reqs, len);
+            if !self.any_tracked(rs) {
+                return PMPI_Testall(n, reqs, flag, statuses);
             }
+            for &r in rs.iter() {
+                if !self.poll(r).done(|| self.native_done(r)) {
+                    *flag = 0;
+                    return abi::SUCCESS;
+                }
+            }
+            *flag = 1;
+            self.waitall(n, reqs, statuses)
         }
-        *flag = 1;
-        self.waitall(n, reqs, statuses)
     }
 
     /// One pass of Testany: `Some(i)` completed, `Some(UNDEFINED)` nothing
@@ -551,39 +583,42 @@ impl Engine {
         rs: &mut [Request],
         st: &mut Status,
     ) -> (Option<c_int>, c_int) {
-        let mut pass = AnyPass::default();
-        let mut masked: Vec<Request> = Vec::with_capacity(rs.len());
-        let t = now();
-        for (i, r) in rs.iter_mut().enumerate() {
-            match pass.see(self.poll_at(*r, t)) {
-                AnyStep::Complete => {
-                    let rc = self.complete_one(r, st);
-                    return (Some(as_int(i)), rc);
+        unsafe {
+            let mut pass = AnyPass::default();
+            let mut masked: Vec<Request> = Vec::with_capacity(rs.len());
+            let t = now();
+            for (i, r) in rs.iter_mut().enumerate() {
+                match pass.see(self.poll_at(*r, t)) {
+                    AnyStep::Complete => {
+                        let rc = self.complete_one(r, st);
+                        return (Some(as_int(i)), rc);
+                    }
+                    AnyStep::Mask => masked.push(self.c.request_null),
+                    AnyStep::Native => masked.push(*r),
                 }
-                AnyStep::Mask => masked.push(self.c.request_null),
-                AnyStep::Native => masked.push(*r),
             }
-        }
-        let mut native_active = false;
-        if pass.ask_native() {
-            let mut idx: c_int = abi::UNDEFINED;
-            let mut flag: c_int = 0;
-            let rc = PMPI_Testany(
-                as_int(masked.len()),
-                masked.as_mut_ptr(),
-                &mut idx,
-                &mut flag,
-                st,
-            );
-            if flag != 0 && idx != abi::UNDEFINED {
-                rs[usize::try_from(idx).unwrap_or(0)] = masked[usize::try_from(idx).unwrap_or(0)];
-                return (Some(idx), rc);
+            let mut native_active = false;
+            if pass.ask_native() {
+                let mut idx: c_int = abi::UNDEFINED;
+                let mut flag: c_int = 0;
+                let rc = PMPI_Testany(
+                    as_int(masked.len()),
+                    masked.as_mut_ptr(),
+                    &mut idx,
+                    &mut flag,
+                    st,
+                );
+                if flag != 0 && idx != abi::UNDEFINED {
+                    rs[usize::try_from(idx).unwrap_or(0)] =
+                        masked[usize::try_from(idx).unwrap_or(0)];
+                    return (Some(idx), rc);
+                }
+                native_active = flag == 0;
             }
-            native_active = flag == 0;
-        }
-        match pass.end(native_active) {
-            AnyEnd::NotYet => (None, abi::SUCCESS),
-            AnyEnd::NoneActive => (Some(abi::UNDEFINED), abi::SUCCESS),
+            match pass.end(native_active) {
+                AnyEnd::NotYet => (None, abi::SUCCESS),
+                AnyEnd::NoneActive => (Some(abi::UNDEFINED), abi::SUCCESS),
+            }
         }
     }
 
@@ -594,23 +629,25 @@ impl Engine {
         idx: *mut c_int,
         status: *mut Status,
     ) -> c_int {
-        let len = usize::try_from(n).unwrap_or(0);
-        let rs = std::slice::from_raw_parts_mut(reqs, len);
-        if !self.any_tracked(rs) && !nb::running() {
-            return PMPI_Waitany(n, reqs, idx, status);
-        }
-        let mut patience = Patience::new();
-        loop {
-            let mut st = Status::zeroed();
-            if let (Some(i), rc) = self.any_pass(rs, &mut st) {
-                *idx = i;
-                if !abi::status_ignored(status) {
-                    st.copy_to(status);
-                }
-                return rc;
+        unsafe {
+            let len = usize::try_from(n).unwrap_or(0);
+            let rs = std::slice::from_raw_parts_mut(reqs, len);
+            if !self.any_tracked(rs) && !nb::running() {
+                return PMPI_Waitany(n, reqs, idx, status);
             }
-            nb::progress_all();
-            patience.pause();
+            let mut patience = Patience::new();
+            loop {
+                let mut st = Status::zeroed();
+                if let (Some(i), rc) = self.any_pass(rs, &mut st) {
+                    *idx = i;
+                    if !abi::status_ignored(status) {
+                        st.copy_to(status);
+                    }
+                    return rc;
+                }
+                nb::progress_all();
+                patience.pause();
+            }
         }
     }
 
@@ -622,26 +659,28 @@ impl Engine {
         flag: *mut c_int,
         status: *mut Status,
     ) -> c_int {
-        let len = usize::try_from(n).unwrap_or(0);
-        let rs = std::slice::from_raw_parts_mut(reqs, len);
-        nb::progress_all();
-        if !self.any_tracked(rs) {
-            return PMPI_Testany(n, reqs, idx, flag, status);
-        }
-        let mut st = Status::zeroed();
-        match self.any_pass(rs, &mut st) {
-            (Some(i), rc) => {
-                *flag = 1;
-                *idx = i;
-                if !abi::status_ignored(status) {
-                    st.copy_to(status);
-                }
-                rc
+        unsafe {
+            let len = usize::try_from(n).unwrap_or(0);
+            let rs = std::slice::from_raw_parts_mut(reqs, len);
+            nb::progress_all();
+            if !self.any_tracked(rs) {
+                return PMPI_Testany(n, reqs, idx, flag, status);
             }
-            (None, rc) => {
-                *flag = 0;
-                *idx = abi::UNDEFINED;
-                rc
+            let mut st = Status::zeroed();
+            match self.any_pass(rs, &mut st) {
+                (Some(i), rc) => {
+                    *flag = 1;
+                    *idx = i;
+                    if !abi::status_ignored(status) {
+                        st.copy_to(status);
+                    }
+                    rc
+                }
+                (None, rc) => {
+                    *flag = 0;
+                    *idx = abi::UNDEFINED;
+                    rc
+                }
             }
         }
     }
@@ -654,58 +693,60 @@ impl Engine {
         idx: *mut c_int,
         statuses: *mut Status,
     ) -> (c_int, c_int) {
-        let ignore = abi::statuses_ignored(statuses);
-        let mut pass = SomePass::default();
-        let mut rc_all = abi::SUCCESS;
-        let t = now();
-        #[allow(clippy::needless_range_loop)] // rs[i] is rewritten inside.
-        for i in 0..rs.len() {
-            let r = rs[i];
-            if r == self.c.request_null {
-                continue;
-            }
-            match pass.see(self.poll_at(r, t)) {
-                SomeStep::Skip => {}
-                SomeStep::Native => {
-                    // Untracked: ask MPI about this one alone.
-                    let mut one = [r];
-                    let mut oc: c_int = 0;
-                    let mut ix: [c_int; 1] = [0];
-                    let mut st = Status::zeroed();
-                    PMPI_Testsome(1, one.as_mut_ptr(), &mut oc, ix.as_mut_ptr(), &mut st);
-                    if oc == abi::UNDEFINED {
-                        pass.native(None);
-                    } else if oc == 0 {
-                        pass.native(Some(false));
-                    } else {
-                        rs[i] = one[0];
+        unsafe {
+            let ignore = abi::statuses_ignored(statuses);
+            let mut pass = SomePass::default();
+            let mut rc_all = abi::SUCCESS;
+            let t = now();
+            #[allow(clippy::needless_range_loop)] // rs[i] is rewritten inside.
+            for i in 0..rs.len() {
+                let r = rs[i];
+                if r == self.c.request_null {
+                    continue;
+                }
+                match pass.see(self.poll_at(r, t)) {
+                    SomeStep::Skip => {}
+                    SomeStep::Native => {
+                        // Untracked: ask MPI about this one alone.
+                        let mut one = [r];
+                        let mut oc: c_int = 0;
+                        let mut ix: [c_int; 1] = [0];
+                        let mut st = Status::zeroed();
+                        PMPI_Testsome(1, one.as_mut_ptr(), &mut oc, ix.as_mut_ptr(), &mut st);
+                        if oc == abi::UNDEFINED {
+                            pass.native(None);
+                        } else if oc == 0 {
+                            pass.native(Some(false));
+                        } else {
+                            rs[i] = one[0];
+                            let out = pass.out();
+                            *idx.add(out) = as_int(i);
+                            if !ignore {
+                                st.copy_to_all(statuses.add(out));
+                            }
+                            pass.native(Some(true));
+                        }
+                    }
+                    SomeStep::Complete => {
+                        let mut st = Status::zeroed();
+                        let rc = self.complete_one(&mut rs[i], &mut st);
+                        if !ok(rc) {
+                            st.set_error(rc);
+                            rc_all = abi::ERR_IN_STATUS;
+                        }
                         let out = pass.out();
                         *idx.add(out) = as_int(i);
                         if !ignore {
                             st.copy_to_all(statuses.add(out));
                         }
-                        pass.native(Some(true));
+                        pass.completed();
                     }
-                }
-                SomeStep::Complete => {
-                    let mut st = Status::zeroed();
-                    let rc = self.complete_one(&mut rs[i], &mut st);
-                    if !ok(rc) {
-                        st.set_error(rc);
-                        rc_all = abi::ERR_IN_STATUS;
-                    }
-                    let out = pass.out();
-                    *idx.add(out) = as_int(i);
-                    if !ignore {
-                        st.copy_to_all(statuses.add(out));
-                    }
-                    pass.completed();
                 }
             }
-        }
-        match pass.outcount() {
-            None => (abi::UNDEFINED, rc_all),
-            Some(out) => (as_int(out), rc_all),
+            match pass.outcount() {
+                None => (abi::UNDEFINED, rc_all),
+                Some(out) => (as_int(out), rc_all),
+            }
         }
     }
 
@@ -717,20 +758,22 @@ impl Engine {
         idx: *mut c_int,
         statuses: *mut Status,
     ) -> c_int {
-        let len = usize::try_from(n).unwrap_or(0);
-        let rs = std::slice::from_raw_parts_mut(reqs, len);
-        if !self.any_tracked(rs) && !nb::running() {
-            return PMPI_Waitsome(n, reqs, outcount, idx, statuses);
-        }
-        let mut patience = Patience::new();
-        loop {
-            let (c, rc) = self.some_pass(rs, idx, statuses);
-            if c != 0 {
-                *outcount = c;
-                return rc;
+        unsafe {
+            let len = usize::try_from(n).unwrap_or(0);
+            let rs = std::slice::from_raw_parts_mut(reqs, len);
+            if !self.any_tracked(rs) && !nb::running() {
+                return PMPI_Waitsome(n, reqs, outcount, idx, statuses);
             }
-            nb::progress_all();
-            patience.pause();
+            let mut patience = Patience::new();
+            loop {
+                let (c, rc) = self.some_pass(rs, idx, statuses);
+                if c != 0 {
+                    *outcount = c;
+                    return rc;
+                }
+                nb::progress_all();
+                patience.pause();
+            }
         }
     }
 
@@ -742,15 +785,17 @@ impl Engine {
         idx: *mut c_int,
         statuses: *mut Status,
     ) -> c_int {
-        let len = usize::try_from(n).unwrap_or(0);
-        let rs = std::slice::from_raw_parts_mut(reqs, len);
-        nb::progress_all();
-        if !self.any_tracked(rs) {
-            return PMPI_Testsome(n, reqs, outcount, idx, statuses);
+        unsafe {
+            let len = usize::try_from(n).unwrap_or(0);
+            let rs = std::slice::from_raw_parts_mut(reqs, len);
+            nb::progress_all();
+            if !self.any_tracked(rs) {
+                return PMPI_Testsome(n, reqs, outcount, idx, statuses);
+            }
+            let (c, rc) = self.some_pass(rs, idx, statuses);
+            *outcount = c;
+            rc
         }
-        let (c, rc) = self.some_pass(rs, idx, statuses);
-        *outcount = c;
-        rc
     }
 }
 

@@ -20,42 +20,44 @@ impl Engine {
         rtag: c_int,
         comm: Comm,
     ) -> Result<[Request; 2], c_int> {
-        let mut reqs = [self.c.request_null; 2];
-        let rc = if src == abi::PROC_NULL {
-            PMPI_Irecv(rbuf, rcount, rdt, src, rtag, comm, &mut reqs[1])
-        } else {
-            self.recv(
-                rbuf,
-                rcount,
-                rdt,
-                src,
-                rtag,
-                comm,
-                Some(&mut reqs[1]),
-                std::ptr::null_mut(),
-            )
-        };
-        if !ok(rc) {
-            return Err(rc);
+        unsafe {
+            let mut reqs = [self.c.request_null; 2];
+            let rc = if src == abi::PROC_NULL {
+                PMPI_Irecv(rbuf, rcount, rdt, src, rtag, comm, &mut reqs[1])
+            } else {
+                self.recv(
+                    rbuf,
+                    rcount,
+                    rdt,
+                    src,
+                    rtag,
+                    comm,
+                    Some(&mut reqs[1]),
+                    std::ptr::null_mut(),
+                )
+            };
+            if !ok(rc) {
+                return Err(rc);
+            }
+            let rc = if dest == abi::PROC_NULL {
+                PMPI_Isend(sbuf, scount, sdt, dest, stag, comm, &mut reqs[0])
+            } else {
+                self.isend(
+                    Mode::Standard,
+                    sbuf,
+                    scount,
+                    sdt,
+                    dest,
+                    stag,
+                    comm,
+                    &mut reqs[0],
+                )
+            };
+            if !ok(rc) {
+                return Err(rc);
+            }
+            Ok(reqs)
         }
-        let rc = if dest == abi::PROC_NULL {
-            PMPI_Isend(sbuf, scount, sdt, dest, stag, comm, &mut reqs[0])
-        } else {
-            self.isend(
-                Mode::Standard,
-                sbuf,
-                scount,
-                sdt,
-                dest,
-                stag,
-                comm,
-                &mut reqs[0],
-            )
-        };
-        if !ok(rc) {
-            return Err(rc);
-        }
-        Ok(reqs)
     }
 
     /// The result of a Sendrecv whose two halves completed with `rc`
@@ -86,18 +88,20 @@ impl Engine {
         comm: Comm,
         status: *mut Status,
     ) -> c_int {
-        let mut reqs = match self.post_sendrecv(
-            sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm,
-        ) {
-            Ok(r) => r,
-            Err(rc) => return rc,
-        };
-        let mut sts = [Status::zeroed(); 2];
-        let rc = self.waitall(2, reqs.as_mut_ptr(), sts.as_mut_ptr());
-        if !abi::status_ignored(status) {
-            sts[1].copy_to(status);
+        unsafe {
+            let mut reqs = match self.post_sendrecv(
+                sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm,
+            ) {
+                Ok(r) => r,
+                Err(rc) => return rc,
+            };
+            let mut sts = [Status::zeroed(); 2];
+            let rc = self.waitall(2, reqs.as_mut_ptr(), sts.as_mut_ptr());
+            if !abi::status_ignored(status) {
+                sts[1].copy_to(status);
+            }
+            Self::pair_rc(rc, &sts)
         }
-        Self::pair_rc(rc, &sts)
     }
 
     /// MPI_Isendrecv (MPI-4.0 §3.10.1): the halves are posted like Isend +
@@ -121,11 +125,13 @@ impl Engine {
         keep: Vec<u8>,
         req: *mut Request,
     ) -> c_int {
-        match self.post_sendrecv(
-            sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm,
-        ) {
-            Ok(reqs) => nb::spawn_pair(reqs, keep, req),
-            Err(rc) => rc,
+        unsafe {
+            match self.post_sendrecv(
+                sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm,
+            ) {
+                Ok(reqs) => nb::spawn_pair(reqs, keep, req),
+                Err(rc) => rc,
+            }
         }
     }
 
@@ -138,21 +144,23 @@ impl Engine {
         dt: Datatype,
         comm: Comm,
     ) -> Result<Vec<u8>, c_int> {
-        let mut psize: c_int = 0;
-        let rc = PMPI_Pack_size(count, dt, comm, &mut psize);
-        if !ok(rc) {
-            return Err(rc);
-        }
-        let mut tmp = vec![0u8; usize::try_from(psize).unwrap_or(0)];
-        let mut pos: c_int = 0;
-        if count > 0 {
-            let rc = pack(buf, count, dt, tmp.as_mut_ptr(), psize, &mut pos, comm);
+        unsafe {
+            let mut psize: c_int = 0;
+            let rc = PMPI_Pack_size(count, dt, comm, &mut psize);
             if !ok(rc) {
                 return Err(rc);
             }
+            let mut tmp = vec![0u8; usize::try_from(psize).unwrap_or(0)];
+            let mut pos: c_int = 0;
+            if count > 0 {
+                let rc = pack(buf, count, dt, tmp.as_mut_ptr(), psize, &mut pos, comm);
+                if !ok(rc) {
+                    return Err(rc);
+                }
+            }
+            tmp.truncate(usize::try_from(pos).unwrap_or(0));
+            Ok(tmp)
         }
-        tmp.truncate(usize::try_from(pos).unwrap_or(0));
-        Ok(tmp)
     }
 
     pub unsafe fn sendrecv_replace(
@@ -167,24 +175,26 @@ impl Engine {
         comm: Comm,
         status: *mut Status,
     ) -> c_int {
-        let tmp = match self.packed_copy(buf, count, dt, comm) {
-            Ok(v) => v,
-            Err(rc) => return rc,
-        };
-        self.sendrecv(
-            tmp.as_ptr().cast(),
-            as_int(tmp.len()),
-            self.c.packed,
-            dest,
-            stag,
-            buf,
-            count,
-            dt,
-            src,
-            rtag,
-            comm,
-            status,
-        )
+        unsafe {
+            let tmp = match self.packed_copy(buf, count, dt, comm) {
+                Ok(v) => v,
+                Err(rc) => return rc,
+            };
+            self.sendrecv(
+                tmp.as_ptr().cast(),
+                as_int(tmp.len()),
+                self.c.packed,
+                dest,
+                stag,
+                buf,
+                count,
+                dt,
+                src,
+                rtag,
+                comm,
+                status,
+            )
+        }
     }
 
     /// MPI_Isendrecv_replace: as `isendrecv`, sending a packed copy.
@@ -201,24 +211,26 @@ impl Engine {
         comm: Comm,
         req: *mut Request,
     ) -> c_int {
-        let tmp = match self.packed_copy(buf, count, dt, comm) {
-            Ok(v) => v,
-            Err(rc) => return rc,
-        };
-        self.isendrecv(
-            tmp.as_ptr().cast(),
-            as_int(tmp.len()),
-            self.c.packed,
-            dest,
-            stag,
-            buf,
-            count,
-            dt,
-            src,
-            rtag,
-            comm,
-            tmp,
-            req,
-        )
+        unsafe {
+            let tmp = match self.packed_copy(buf, count, dt, comm) {
+                Ok(v) => v,
+                Err(rc) => return rc,
+            };
+            self.isendrecv(
+                tmp.as_ptr().cast(),
+                as_int(tmp.len()),
+                self.c.packed,
+                dest,
+                stag,
+                buf,
+                count,
+                dt,
+                src,
+                rtag,
+                comm,
+                tmp,
+                req,
+            )
+        }
     }
 }

@@ -275,32 +275,34 @@ pub struct Engine {
 /// The MPI_COMM_WORLD rank of each rank of `comm` (of its remote group for
 /// an intercommunicator); `u32::MAX` where MPI says MPI_UNDEFINED.
 unsafe fn world_ranks(c: &Consts, comm: Comm) -> Vec<u32> {
-    let mut inter: c_int = 0;
-    PMPI_Comm_test_inter(comm, &mut inter);
-    let mut g = c.comm_null;
-    let rc = if inter != 0 {
-        PMPI_Comm_remote_group(comm, &mut g)
-    } else {
-        PMPI_Comm_group(comm, &mut g)
-    };
-    let mut wg = c.comm_null;
-    if !ok(rc) || !ok(PMPI_Comm_group(c.comm_world, &mut wg)) {
-        return Vec::new();
+    unsafe {
+        let mut inter: c_int = 0;
+        PMPI_Comm_test_inter(comm, &mut inter);
+        let mut g = c.comm_null;
+        let rc = if inter != 0 {
+            PMPI_Comm_remote_group(comm, &mut g)
+        } else {
+            PMPI_Comm_group(comm, &mut g)
+        };
+        let mut wg = c.comm_null;
+        if !ok(rc) || !ok(PMPI_Comm_group(c.comm_world, &mut wg)) {
+            return Vec::new();
+        }
+        let mut n: c_int = 0;
+        if inter != 0 {
+            PMPI_Comm_remote_size(comm, &mut n);
+        } else {
+            PMPI_Comm_size(comm, &mut n);
+        }
+        let ranks: Vec<c_int> = (0..n).collect();
+        let mut out: Vec<c_int> = vec![-1; ranks.len()];
+        PMPI_Group_translate_ranks(g, n, ranks.as_ptr(), wg, out.as_mut_ptr());
+        PMPI_Group_free(&mut g);
+        PMPI_Group_free(&mut wg);
+        out.into_iter()
+            .map(|w| u32::try_from(w).unwrap_or(u32::MAX))
+            .collect()
     }
-    let mut n: c_int = 0;
-    if inter != 0 {
-        PMPI_Comm_remote_size(comm, &mut n);
-    } else {
-        PMPI_Comm_size(comm, &mut n);
-    }
-    let ranks: Vec<c_int> = (0..n).collect();
-    let mut out: Vec<c_int> = vec![-1; ranks.len()];
-    PMPI_Group_translate_ranks(g, n, ranks.as_ptr(), wg, out.as_mut_ptr());
-    PMPI_Group_free(&mut g);
-    PMPI_Group_free(&mut wg);
-    out.into_iter()
-        .map(|w| u32::try_from(w).unwrap_or(u32::MAX))
-        .collect()
 }
 
 /// How often the native library's progress engine is driven while the
@@ -385,54 +387,60 @@ const CONTIG: u64 = 1 << 62;
 
 /// `TYPES`' word for `dt` (0 for a derived type), asking MPI on a miss.
 pub(super) unsafe fn type_facts(dt: Datatype) -> u64 {
-    let k = abi::key(dt) as u64;
-    if let Some(v) = TYPES.get(k) {
-        return v;
+    unsafe {
+        let k = abi::key(dt) as u64;
+        if let Some(v) = TYPES.get(k) {
+            return v;
+        }
+        let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
+        if !ok(PMPI_Type_get_envelope(
+            dt,
+            &mut ni,
+            &mut na,
+            &mut nd,
+            &mut combiner,
+        )) {
+            return 0;
+        }
+        let v = if combiner == abi::COMBINER_NAMED {
+            let mut s: c_int = 0;
+            PMPI_Type_size(dt, &mut s);
+            let size = u64::try_from(s).unwrap_or(0);
+            let contig = wire::contiguous_bytes_asked(dt, 1, size).is_some();
+            NAMED | if contig { CONTIG } else { 0 } | (size & 0xffff_ffff)
+        } else {
+            0
+        };
+        TYPES.insert(k, v);
+        v
     }
-    let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
-    if !ok(PMPI_Type_get_envelope(
-        dt,
-        &mut ni,
-        &mut na,
-        &mut nd,
-        &mut combiner,
-    )) {
-        return 0;
-    }
-    let v = if combiner == abi::COMBINER_NAMED {
-        let mut s: c_int = 0;
-        PMPI_Type_size(dt, &mut s);
-        let size = u64::try_from(s).unwrap_or(0);
-        let contig = wire::contiguous_bytes_asked(dt, 1, size).is_some();
-        NAMED | if contig { CONTIG } else { 0 } | (size & 0xffff_ffff)
-    } else {
-        0
-    };
-    TYPES.insert(k, v);
-    v
 }
 
 pub(super) unsafe fn type_size(dt: Datatype) -> u64 {
-    let v = type_facts(dt);
-    if v & NAMED != 0 {
-        return v & 0xffff_ffff;
+    unsafe {
+        let v = type_facts(dt);
+        if v & NAMED != 0 {
+            return v & 0xffff_ffff;
+        }
+        // The _x form: a derived type may exceed 2^31-1 bytes (`mpi4`'s
+        // large counts).
+        let mut s: abi::Count = 0;
+        PMPI_Type_size_x(dt, &mut s);
+        u64::try_from(s).unwrap_or(0)
     }
-    // The _x form: a derived type may exceed 2^31-1 bytes (`mpi4`'s
-    // large counts).
-    let mut s: abi::Count = 0;
-    PMPI_Type_size_x(dt, &mut s);
-    u64::try_from(s).unwrap_or(0)
 }
 
 /// True when `rc` is an error of class MPI_ERR_TRUNCATE (MPICH returns
 /// codes that carry the class in their low bits).
 pub(super) unsafe fn is_truncation(rc: c_int) -> bool {
-    if rc == abi::SUCCESS {
-        return false;
+    unsafe {
+        if rc == abi::SUCCESS {
+            return false;
+        }
+        let mut class: c_int = rc;
+        PMPI_Error_class(rc, &mut class);
+        class == abi::ERR_TRUNCATE
     }
-    let mut class: c_int = rc;
-    PMPI_Error_class(rc, &mut class);
-    class == abi::ERR_TRUNCATE
 }
 
 pub(super) fn as_int(n: usize) -> c_int {
@@ -454,23 +462,27 @@ pub(super) fn cancels_seen() -> bool {
 }
 
 pub(super) unsafe fn status_bytes(st: &Status, byte: Datatype) -> usize {
-    if let Some(n) = abi::count_at().and_then(|c| st.count_in(c)) {
-        return usize::try_from(n).unwrap_or(0);
+    unsafe {
+        if let Some(n) = abi::count_at().and_then(|c| st.count_in(c)) {
+            return usize::try_from(n).unwrap_or(0);
+        }
+        let mut n: abi::Count = 0;
+        PMPI_Get_elements_x(st, byte, &mut n);
+        usize::try_from(n).unwrap_or(0)
     }
-    let mut n: abi::Count = 0;
-    PMPI_Get_elements_x(st, byte, &mut n);
-    usize::try_from(n).unwrap_or(0)
 }
 
 /// Sets the count of bytes a status reports (MPI_Status_set_elements_x
 /// with MPI_BYTE), in place where start-up learned how.
 pub(super) unsafe fn set_status_bytes(st: &mut Status, byte: Datatype, n: u64) {
-    if let Some(c) = abi::count_at() {
-        if st.set_count_in(c, n) {
-            return;
+    unsafe {
+        if let Some(c) = abi::count_at() {
+            if st.set_count_in(c, n) {
+                return;
+            }
         }
+        PMPI_Status_set_elements_x(st, byte, n as abi::Count);
     }
-    PMPI_Status_set_elements_x(st, byte, n as abi::Count);
 }
 
 /// Learns where MPI keeps a status's count of bytes (`abi::CountAt`): the
@@ -479,55 +491,57 @@ pub(super) unsafe fn set_status_bytes(st: &mut Status, byte: Datatype, n: u64) {
 /// MPI_Get_elements_x) for counts from 0 to above 2^40, with the cancelled
 /// flag set and clear. No place that passes every check: the calls stay.
 pub unsafe fn learn_status_count(byte: Datatype) {
-    const PROBE: u64 = 0x1_2345_6789;
-    const VALUES: [u64; 7] = [0, 1, 40, 0x7fff_ffff, 0xffff_ffff, PROBE, (1 << 41) + 3];
-    let mut st = Status::zeroed();
-    if PMPI_Status_set_elements_x(&mut st, byte, PROBE as abi::Count) != abi::SUCCESS {
-        return;
-    }
-    let size = std::mem::size_of::<Status>();
-    let mut candidates = Vec::new();
-    for o in (0..size.saturating_sub(7)).step_by(4) {
-        candidates.push(abi::CountAt::Wide(o));
-    }
-    for lo in (0..size.saturating_sub(3)).step_by(4) {
-        for hi in (0..size.saturating_sub(3)).step_by(4) {
-            candidates.push(abi::CountAt::Split(lo, hi));
+    unsafe {
+        const PROBE: u64 = 0x1_2345_6789;
+        const VALUES: [u64; 7] = [0, 1, 40, 0x7fff_ffff, 0xffff_ffff, PROBE, (1 << 41) + 3];
+        let mut st = Status::zeroed();
+        if PMPI_Status_set_elements_x(&mut st, byte, PROBE as abi::Count) != abi::SUCCESS {
+            return;
         }
-    }
-    let agrees = |c: abi::CountAt| -> bool {
-        for cancelled in [0, 1] {
-            for v in VALUES {
-                // MPI writes, we read.
-                let mut a = Status::zeroed();
-                PMPI_Status_set_cancelled(&mut a, cancelled);
-                PMPI_Status_set_elements_x(&mut a, byte, v as abi::Count);
-                if a.count_in(c) != Some(v) {
-                    return false;
-                }
-                // We write, MPI reads; the flag stays.
-                let mut b = Status::zeroed();
-                PMPI_Status_set_cancelled(&mut b, cancelled);
-                if !b.set_count_in(c, v) {
-                    return false;
-                }
-                let mut n: abi::Count = -1;
-                let mut f: c_int = -1;
-                PMPI_Get_elements_x(&b, byte, &mut n);
-                PMPI_Test_cancelled(&b, &mut f);
-                if n != v as abi::Count || f != cancelled {
-                    return false;
-                }
+        let size = std::mem::size_of::<Status>();
+        let mut candidates = Vec::new();
+        for o in (0..size.saturating_sub(7)).step_by(4) {
+            candidates.push(abi::CountAt::Wide(o));
+        }
+        for lo in (0..size.saturating_sub(3)).step_by(4) {
+            for hi in (0..size.saturating_sub(3)).step_by(4) {
+                candidates.push(abi::CountAt::Split(lo, hi));
             }
         }
-        true
-    };
-    if let Some(c) = candidates
-        .into_iter()
-        .filter(|&c| st.count_in(c) == Some(PROBE))
-        .find(|&c| agrees(c))
-    {
-        abi::set_count_at(c);
+        let agrees = |c: abi::CountAt| -> bool {
+            for cancelled in [0, 1] {
+                for v in VALUES {
+                    // MPI writes, we read.
+                    let mut a = Status::zeroed();
+                    PMPI_Status_set_cancelled(&mut a, cancelled);
+                    PMPI_Status_set_elements_x(&mut a, byte, v as abi::Count);
+                    if a.count_in(c) != Some(v) {
+                        return false;
+                    }
+                    // We write, MPI reads; the flag stays.
+                    let mut b = Status::zeroed();
+                    PMPI_Status_set_cancelled(&mut b, cancelled);
+                    if !b.set_count_in(c, v) {
+                        return false;
+                    }
+                    let mut n: abi::Count = -1;
+                    let mut f: c_int = -1;
+                    PMPI_Get_elements_x(&b, byte, &mut n);
+                    PMPI_Test_cancelled(&b, &mut f);
+                    if n != v as abi::Count || f != cancelled {
+                        return false;
+                    }
+                }
+            }
+            true
+        };
+        if let Some(c) = candidates
+            .into_iter()
+            .filter(|&c| st.count_in(c) == Some(PROBE))
+            .find(|&c| agrees(c))
+        {
+            abi::set_count_at(c);
+        }
     }
 }
 
@@ -695,17 +709,19 @@ impl Engine {
     /// when `comm` is an intercommunicator); `None` for MPI_PROC_NULL and
     /// a process outside MPI_COMM_WORLD.
     pub(super) unsafe fn world_rank(&self, st: &mut State, comm: Comm, r: c_int) -> Option<u32> {
-        let r = usize::try_from(r).ok()?;
-        if comm == self.c.comm_world {
-            return u32::try_from(r).ok();
+        unsafe {
+            let r = usize::try_from(r).ok()?;
+            if comm == self.c.comm_world {
+                return u32::try_from(r).ok();
+            }
+            let k = key(comm);
+            let ranks = st
+                .world_of
+                .entry(k)
+                .or_insert_with(|| world_ranks(&self.c, comm));
+            let w = *ranks.get(r)?;
+            (w < u32::try_from(self.size).unwrap_or(0)).then_some(w)
         }
-        let k = key(comm);
-        let ranks = st
-            .world_of
-            .entry(k)
-            .or_insert_with(|| world_ranks(&self.c, comm));
-        let w = *ranks.get(r)?;
-        (w < u32::try_from(self.size).unwrap_or(0)).then_some(w)
     }
 
     /// Forgets what was learned of a communicator that is being freed (its

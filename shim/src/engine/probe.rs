@@ -65,37 +65,40 @@ impl Engine {
         count: c_int,
         dt: Datatype,
     ) -> Result<(usize, bool), c_int> {
-        let size = type_size(dt);
-        let cap = usize::try_from(size * u64::try_from(count).unwrap_or(0)).unwrap_or(usize::MAX);
-        let n = m.payload.len().min(cap);
-        let truncated = m.payload.len() > cap;
-        if n == 0 {
-            return Ok((0, truncated));
-        }
-        if contiguous_bytes(dt, count, size).is_some() {
-            std::ptr::copy_nonoverlapping(m.payload.as_ptr(), buf.cast::<u8>(), n);
-            return Ok((n, truncated));
-        }
-        let (k, t) = self.packed_bytes(n)?;
-        let rc = PMPI_Sendrecv(
-            m.payload.as_ptr().cast(),
-            k,
-            t,
-            0,
-            0,
-            buf,
-            count,
-            dt,
-            0,
-            0,
-            self.self_comm.0,
-            status_ignore(),
-        );
-        self.free_packed_bytes(t);
-        if ok(rc) {
-            Ok((n, truncated))
-        } else {
-            Err(rc)
+        unsafe {
+            let size = type_size(dt);
+            let cap =
+                usize::try_from(size * u64::try_from(count).unwrap_or(0)).unwrap_or(usize::MAX);
+            let n = m.payload.len().min(cap);
+            let truncated = m.payload.len() > cap;
+            if n == 0 {
+                return Ok((0, truncated));
+            }
+            if contiguous_bytes(dt, count, size).is_some() {
+                std::ptr::copy_nonoverlapping(m.payload.as_ptr(), buf.cast::<u8>(), n);
+                return Ok((n, truncated));
+            }
+            let (k, t) = self.packed_bytes(n)?;
+            let rc = PMPI_Sendrecv(
+                m.payload.as_ptr().cast(),
+                k,
+                t,
+                0,
+                0,
+                buf,
+                count,
+                dt,
+                0,
+                0,
+                self.self_comm.0,
+                status_ignore(),
+            );
+            self.free_packed_bytes(t);
+            if ok(rc) {
+                Ok((n, truncated))
+            } else {
+                Err(rc)
+            }
         }
     }
 
@@ -109,33 +112,35 @@ impl Engine {
         req: Option<*mut Request>,
         status: *mut Status,
     ) -> c_int {
-        let (n, truncated) = match self.place_stashed(&m, buf, count, dt) {
-            Ok(placed) => placed,
-            Err(rc) => return rc,
-        };
-        match req {
-            Some(r) => {
-                let rc = self.done_request(r);
-                if ok(rc) {
-                    self.lock().reqs.track(
-                        key(*r),
-                        Kind::FromStash,
-                        Pending::FromStash {
-                            msg: m,
-                            n,
-                            truncated,
-                        },
-                    );
+        unsafe {
+            let (n, truncated) = match self.place_stashed(&m, buf, count, dt) {
+                Ok(placed) => placed,
+                Err(rc) => return rc,
+            };
+            match req {
+                Some(r) => {
+                    let rc = self.done_request(r);
+                    if ok(rc) {
+                        self.lock().reqs.track(
+                            key(*r),
+                            Kind::FromStash,
+                            Pending::FromStash {
+                                msg: m,
+                                n,
+                                truncated,
+                            },
+                        );
+                    }
+                    rc
                 }
-                rc
-            }
-            None => {
-                let mut st = Status::zeroed();
-                let rc = self.deliver_stashed(&m, n, truncated, &mut st, true);
-                if !abi::status_ignored(status) {
-                    st.copy_to(status);
+                None => {
+                    let mut st = Status::zeroed();
+                    let rc = self.deliver_stashed(&m, n, truncated, &mut st, true);
+                    if !abi::status_ignored(status) {
+                        st.copy_to(status);
+                    }
+                    rc
                 }
-                rc
             }
         }
     }
@@ -150,59 +155,65 @@ impl Engine {
         st: &mut Status,
         block: bool,
     ) -> c_int {
-        self.gate(m.d, m.lag, m.src, m.l, m.payload.len() as u64, block);
-        st.set_source(m.env.source);
-        st.set_tag(m.env.tag);
-        set_status_bytes(st, self.c.byte, n as u64);
-        if truncated {
-            st.set_error(abi::ERR_TRUNCATE);
-            PMPI_Comm_call_errhandler(m.comm_h, abi::ERR_TRUNCATE);
-            return abi::ERR_TRUNCATE;
+        unsafe {
+            self.gate(m.d, m.lag, m.src, m.l, m.payload.len() as u64, block);
+            st.set_source(m.env.source);
+            st.set_tag(m.env.tag);
+            set_status_bytes(st, self.c.byte, n as u64);
+            if truncated {
+                st.set_error(abi::ERR_TRUNCATE);
+                PMPI_Comm_call_errhandler(m.comm_h, abi::ERR_TRUNCATE);
+                return abi::ERR_TRUNCATE;
+            }
+            st.set_error(abi::SUCCESS);
+            abi::SUCCESS
         }
-        st.set_error(abi::SUCCESS);
-        abi::SUCCESS
     }
 
     /// `n` bytes as an `int` count and a datatype: `n` × MPI_PACKED, or
     /// above 2^31-1 bytes (a message above 2 GiB) one element of a struct
     /// of 2^30-byte blocks, for `free_packed_bytes`.
     unsafe fn packed_bytes(&self, n: usize) -> Result<(c_int, Datatype), c_int> {
-        if let Ok(k) = c_int::try_from(n) {
-            return Ok((k, self.c.packed));
+        unsafe {
+            if let Ok(k) = c_int::try_from(n) {
+                return Ok((k, self.c.packed));
+            }
+            const CHUNK: usize = 1 << 30;
+            let mut lens: Vec<c_int> = Vec::new();
+            let mut disps: Vec<abi::Aint> = Vec::new();
+            let mut at = 0;
+            while at < n {
+                let k = (n - at).min(CHUNK);
+                lens.push(as_int(k));
+                disps.push(abi::Aint::try_from(at).unwrap_or(abi::Aint::MAX));
+                at += k;
+            }
+            let types = vec![self.c.packed; lens.len()];
+            let mut t = self.c.packed;
+            let rc = PMPI_Type_create_struct(
+                as_int(lens.len()),
+                lens.as_ptr(),
+                disps.as_ptr(),
+                types.as_ptr(),
+                &mut t,
+            );
+            if !ok(rc) {
+                return Err(rc);
+            }
+            let rc = PMPI_Type_commit(&mut t);
+            if !ok(rc) {
+                PMPI_Type_free(&mut t);
+                return Err(rc);
+            }
+            Ok((1, t))
         }
-        const CHUNK: usize = 1 << 30;
-        let mut lens: Vec<c_int> = Vec::new();
-        let mut disps: Vec<abi::Aint> = Vec::new();
-        let mut at = 0;
-        while at < n {
-            let k = (n - at).min(CHUNK);
-            lens.push(as_int(k));
-            disps.push(abi::Aint::try_from(at).unwrap_or(abi::Aint::MAX));
-            at += k;
-        }
-        let types = vec![self.c.packed; lens.len()];
-        let mut t = self.c.packed;
-        let rc = PMPI_Type_create_struct(
-            as_int(lens.len()),
-            lens.as_ptr(),
-            disps.as_ptr(),
-            types.as_ptr(),
-            &mut t,
-        );
-        if !ok(rc) {
-            return Err(rc);
-        }
-        let rc = PMPI_Type_commit(&mut t);
-        if !ok(rc) {
-            PMPI_Type_free(&mut t);
-            return Err(rc);
-        }
-        Ok((1, t))
     }
 
     unsafe fn free_packed_bytes(&self, mut t: Datatype) {
-        if t != self.c.packed {
-            PMPI_Type_free(&mut t);
+        unsafe {
+            if t != self.c.packed {
+                PMPI_Type_free(&mut t);
+            }
         }
     }
 
@@ -211,16 +222,18 @@ impl Engine {
     /// it may be older (`Stash::may_be_older`), so that the stash's order
     /// decides (MPI-4.0 §3.5).
     pub(super) unsafe fn settle(&self, source: c_int, comm: Comm) -> Result<(), c_int> {
-        let mut flag: c_int = 0;
-        let mut st = Status::zeroed();
-        let rc = PMPI_Iprobe(source, abi::ANY_TAG, comm, &mut flag, &mut st);
-        if !ok(rc) {
-            return Err(rc);
+        unsafe {
+            let mut flag: c_int = 0;
+            let mut st = Status::zeroed();
+            let rc = PMPI_Iprobe(source, abi::ANY_TAG, comm, &mut flag, &mut st);
+            if !ok(rc) {
+                return Err(rc);
+            }
+            if flag != 0 && self.lock().stash.may_be_older(key(comm), source, st.tag()) {
+                self.pull(source, abi::ANY_TAG, comm)?;
+            }
+            Ok(())
         }
-        if flag != 0 && self.lock().stash.may_be_older(key(comm), source, st.tag()) {
-            self.pull(source, abi::ANY_TAG, comm)?;
-        }
-        Ok(())
     }
 
     /// Takes one matching message off the network into the stash, if any;
@@ -231,59 +244,61 @@ impl Engine {
         tag: c_int,
         comm: Comm,
     ) -> Result<Option<c_int>, c_int> {
-        let mut flag: c_int = 0;
-        let mut msg: Message = self.c.message_null;
-        let mut st = Status::zeroed();
-        let rc = PMPI_Improbe(src, tag, comm, &mut flag, &mut msg, &mut st);
-        if !ok(rc) {
-            return Err(rc);
+        unsafe {
+            let mut flag: c_int = 0;
+            let mut msg: Message = self.c.message_null;
+            let mut st = Status::zeroed();
+            let rc = PMPI_Improbe(src, tag, comm, &mut flag, &mut msg, &mut st);
+            if !ok(rc) {
+                return Err(rc);
+            }
+            if flag == 0 {
+                return Ok(None);
+            }
+            if msg == self.c.message_no_proc {
+                return Ok(None);
+            }
+            let bytes = status_bytes(&st, self.c.byte);
+            let mut v = vec![0u8; bytes];
+            let mut st2 = Status::zeroed();
+            let (k, t) = self.packed_bytes(bytes)?;
+            let rc = PMPI_Mrecv(v.as_mut_ptr().cast(), k, t, &mut msg, &mut st2);
+            self.free_packed_bytes(t);
+            if !ok(rc) {
+                return Err(rc);
+            }
+            if v.len() < HDR || Header::read_from(v.as_ptr()).magic != MAGIC {
+                self.escaped(&st);
+            }
+            let h = Header::read_from(v.as_ptr());
+            v.drain(..HDR);
+            self.counters.probed.fetch_add(1, Ordering::Relaxed);
+            let mut s = self.lock();
+            if self.hosts {
+                s.gate.observe(now(), h.d, h.lag, v.len() as u64);
+            }
+            let k = self.recv_knobs(h.src, h.l);
+            let arrival = s
+                .gate
+                .arrival_for(h.src, h.d, v.len() as u64, Seen::Unknown, k.as_ref());
+            s.stash.push(Box::new(Stashed {
+                env: Envelope {
+                    comm: key(comm),
+                    source: st.source(),
+                    tag: st.tag(),
+                },
+                comm_h: comm,
+                d: h.d,
+                lag: h.lag,
+                src: h.src,
+                l: h.l,
+                arrival,
+                seq: h.seq,
+                payload: v,
+            }));
+            self.stash_len.fetch_add(1, Ordering::Relaxed);
+            Ok(Some(st.source()))
         }
-        if flag == 0 {
-            return Ok(None);
-        }
-        if msg == self.c.message_no_proc {
-            return Ok(None);
-        }
-        let bytes = status_bytes(&st, self.c.byte);
-        let mut v = vec![0u8; bytes];
-        let mut st2 = Status::zeroed();
-        let (k, t) = self.packed_bytes(bytes)?;
-        let rc = PMPI_Mrecv(v.as_mut_ptr().cast(), k, t, &mut msg, &mut st2);
-        self.free_packed_bytes(t);
-        if !ok(rc) {
-            return Err(rc);
-        }
-        if v.len() < HDR || Header::read_from(v.as_ptr()).magic != MAGIC {
-            self.escaped(&st);
-        }
-        let h = Header::read_from(v.as_ptr());
-        v.drain(..HDR);
-        self.counters.probed.fetch_add(1, Ordering::Relaxed);
-        let mut s = self.lock();
-        if self.hosts {
-            s.gate.observe(now(), h.d, h.lag, v.len() as u64);
-        }
-        let k = self.recv_knobs(h.src, h.l);
-        let arrival = s
-            .gate
-            .arrival_for(h.src, h.d, v.len() as u64, Seen::Unknown, k.as_ref());
-        s.stash.push(Box::new(Stashed {
-            env: Envelope {
-                comm: key(comm),
-                source: st.source(),
-                tag: st.tag(),
-            },
-            comm_h: comm,
-            d: h.d,
-            lag: h.lag,
-            src: h.src,
-            l: h.l,
-            arrival,
-            seq: h.seq,
-            payload: v,
-        }));
-        self.stash_len.fetch_add(1, Ordering::Relaxed);
-        Ok(Some(st.source()))
     }
 
     /// Iprobe/Improbe: a message is reported only once it has virtually
@@ -295,59 +310,61 @@ impl Engine {
         comm: Comm,
         take: bool,
     ) -> Result<Option<Probed>, c_int> {
-        if src == abi::PROC_NULL {
-            return Ok(None);
-        }
-        self.reap_freed();
-        let p = pattern(comm, src, tag);
-        // Sources whose oldest message inside MPI has joined the stash
-        // since this call began (`Pattern::unsure`).
-        let mut checked: Vec<c_int> = Vec::new();
-        let mut pulled = false;
-        loop {
-            let unsure = {
-                let mut s = self.lock();
-                match s.stash.find_for_probe(&p, now()) {
-                    Some((_, m)) if p.unsure() && !checked.contains(&m.env.source) => {
-                        Some(m.env.source)
+        unsafe {
+            if src == abi::PROC_NULL {
+                return Ok(None);
+            }
+            self.reap_freed();
+            let p = pattern(comm, src, tag);
+            // Sources whose oldest message inside MPI has joined the stash
+            // since this call began (`Pattern::unsure`).
+            let mut checked: Vec<c_int> = Vec::new();
+            let mut pulled = false;
+            loop {
+                let unsure = {
+                    let mut s = self.lock();
+                    match s.stash.find_for_probe(&p, now()) {
+                        Some((_, m)) if p.unsure() && !checked.contains(&m.env.source) => {
+                            Some(m.env.source)
+                        }
+                        Some((i, m)) => {
+                            let mut st = Status::zeroed();
+                            st.set_source(m.env.source);
+                            st.set_tag(m.env.tag);
+                            st.set_error(abi::SUCCESS);
+                            set_status_bytes(&mut st, self.c.byte, m.payload.len() as u64);
+                            let taken = if take {
+                                self.stash_len.fetch_sub(1, Ordering::Relaxed);
+                                Some(s.stash.remove(i))
+                            } else {
+                                None
+                            };
+                            return Ok(Some((st, taken)));
+                        }
+                        None => None,
                     }
-                    Some((i, m)) => {
-                        let mut st = Status::zeroed();
-                        st.set_source(m.env.source);
-                        st.set_tag(m.env.tag);
-                        st.set_error(abi::SUCCESS);
-                        set_status_bytes(&mut st, self.c.byte, m.payload.len() as u64);
-                        let taken = if take {
-                            self.stash_len.fetch_sub(1, Ordering::Relaxed);
-                            Some(s.stash.remove(i))
-                        } else {
-                            None
-                        };
-                        return Ok(Some((st, taken)));
-                    }
-                    None => None,
-                }
-            };
-            match unsure {
-                // MPI may still hold an older message of this source.
-                Some(source) => {
-                    checked.push(source);
-                    self.settle(source, comm)?;
-                }
-                None if pulled => break,
-                None => {
-                    let Some(source) = self.pull(src, tag, comm)? else {
-                        break;
-                    };
-                    pulled = true;
-                    if tag == abi::ANY_TAG {
-                        // MPI's oldest of its source: nothing older left.
+                };
+                match unsure {
+                    // MPI may still hold an older message of this source.
+                    Some(source) => {
                         checked.push(source);
+                        self.settle(source, comm)?;
+                    }
+                    None if pulled => break,
+                    None => {
+                        let Some(source) = self.pull(src, tag, comm)? else {
+                            break;
+                        };
+                        pulled = true;
+                        if tag == abi::ANY_TAG {
+                            // MPI's oldest of its source: nothing older left.
+                            checked.push(source);
+                        }
                     }
                 }
             }
+            Ok(None)
         }
-        Ok(None)
     }
 
     pub unsafe fn iprobe(
@@ -358,38 +375,42 @@ impl Engine {
         flag: *mut c_int,
         status: *mut Status,
     ) -> c_int {
-        nb::progress_all();
-        if src == abi::PROC_NULL {
-            return PMPI_Iprobe(src, tag, comm, flag, status);
-        }
-        match self.probe_once(src, tag, comm, false) {
-            Err(rc) => rc,
-            Ok(None) => {
-                *flag = 0;
-                abi::SUCCESS
+        unsafe {
+            nb::progress_all();
+            if src == abi::PROC_NULL {
+                return PMPI_Iprobe(src, tag, comm, flag, status);
             }
-            Ok(Some((st, _))) => {
-                *flag = 1;
-                if !abi::status_ignored(status) {
-                    st.copy_to(status);
+            match self.probe_once(src, tag, comm, false) {
+                Err(rc) => rc,
+                Ok(None) => {
+                    *flag = 0;
+                    abi::SUCCESS
                 }
-                abi::SUCCESS
+                Ok(Some((st, _))) => {
+                    *flag = 1;
+                    if !abi::status_ignored(status) {
+                        st.copy_to(status);
+                    }
+                    abi::SUCCESS
+                }
             }
         }
     }
 
     pub unsafe fn probe(&self, src: c_int, tag: c_int, comm: Comm, status: *mut Status) -> c_int {
-        if src == abi::PROC_NULL {
-            return PMPI_Probe(src, tag, comm, status);
-        }
-        let mut patience = Patience::new();
-        loop {
-            let mut flag: c_int = 0;
-            let rc = self.iprobe(src, tag, comm, &mut flag, status);
-            if !ok(rc) || flag != 0 {
-                return rc;
+        unsafe {
+            if src == abi::PROC_NULL {
+                return PMPI_Probe(src, tag, comm, status);
             }
-            patience.pause();
+            let mut patience = Patience::new();
+            loop {
+                let mut flag: c_int = 0;
+                let rc = self.iprobe(src, tag, comm, &mut flag, status);
+                if !ok(rc) || flag != 0 {
+                    return rc;
+                }
+                patience.pause();
+            }
         }
     }
 
@@ -402,23 +423,25 @@ impl Engine {
         msg: *mut Message,
         status: *mut Status,
     ) -> c_int {
-        nb::progress_all();
-        if src == abi::PROC_NULL {
-            return PMPI_Improbe(src, tag, comm, flag, msg, status);
-        }
-        match self.probe_once(src, tag, comm, true) {
-            Err(rc) => rc,
-            Ok(None) => {
-                *flag = 0;
-                abi::SUCCESS
+        unsafe {
+            nb::progress_all();
+            if src == abi::PROC_NULL {
+                return PMPI_Improbe(src, tag, comm, flag, msg, status);
             }
-            Ok(Some((st, m))) => {
-                *flag = 1;
-                *msg = self.fake_message(m.expect("taken"));
-                if !abi::status_ignored(status) {
-                    st.copy_to(status);
+            match self.probe_once(src, tag, comm, true) {
+                Err(rc) => rc,
+                Ok(None) => {
+                    *flag = 0;
+                    abi::SUCCESS
                 }
-                abi::SUCCESS
+                Ok(Some((st, m))) => {
+                    *flag = 1;
+                    *msg = self.fake_message(m.expect("taken"));
+                    if !abi::status_ignored(status) {
+                        st.copy_to(status);
+                    }
+                    abi::SUCCESS
+                }
             }
         }
     }
@@ -431,17 +454,19 @@ impl Engine {
         msg: *mut Message,
         status: *mut Status,
     ) -> c_int {
-        if src == abi::PROC_NULL {
-            return PMPI_Mprobe(src, tag, comm, msg, status);
-        }
-        let mut patience = Patience::new();
-        loop {
-            let mut flag: c_int = 0;
-            let rc = self.improbe(src, tag, comm, &mut flag, msg, status);
-            if !ok(rc) || flag != 0 {
-                return rc;
+        unsafe {
+            if src == abi::PROC_NULL {
+                return PMPI_Mprobe(src, tag, comm, msg, status);
             }
-            patience.pause();
+            let mut patience = Patience::new();
+            loop {
+                let mut flag: c_int = 0;
+                let rc = self.improbe(src, tag, comm, &mut flag, msg, status);
+                if !ok(rc) || flag != 0 {
+                    return rc;
+                }
+                patience.pause();
+            }
         }
     }
 
@@ -472,8 +497,10 @@ impl Engine {
         req: Option<*mut Request>,
         status: *mut Status,
     ) -> Option<c_int> {
-        let m = self.lock().messages.remove(&key(*msg))?;
-        *msg = self.c.message_null;
-        Some(self.deliver_from_stash(m, buf, count, dt, req, status))
+        unsafe {
+            let m = self.lock().messages.remove(&key(*msg))?;
+            *msg = self.c.message_null;
+            Some(self.deliver_from_stash(m, buf, count, dt, req, status))
+        }
     }
 }

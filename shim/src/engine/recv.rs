@@ -16,121 +16,123 @@ impl Engine {
         req: Option<*mut Request>,
         status: *mut Status,
     ) -> c_int {
-        self.reap_freed();
-        if req.is_none() && nb::running() {
-            // See `send`.
-            let mut r = self.c.request_null;
-            let rc = self.recv(buf, count, dt, src, tag, comm, Some(&mut r), status);
-            if !ok(rc) {
-                return rc;
-            }
-            return self.wait(&mut r, status);
-        }
-        if self.stash_len.load(Ordering::Relaxed) > 0 {
-            let p = pattern(comm, src, tag);
-            // A wildcard tag: the stashed match's source may still have an
-            // older message inside MPI; it joins the stash first (`settle`).
-            let check = self.lock().stash.source_to_check(&p);
-            if let Some(source) = check {
-                if let Err(rc) = self.settle(source, comm) {
+        unsafe {
+            self.reap_freed();
+            if req.is_none() && nb::running() {
+                // See `send`.
+                let mut r = self.c.request_null;
+                let rc = self.recv(buf, count, dt, src, tag, comm, Some(&mut r), status);
+                if !ok(rc) {
                     return rc;
                 }
+                return self.wait(&mut r, status);
             }
-            let taken = self.lock().stash.take_for_recv(&p);
-            if let Some(m) = taken {
-                self.stash_len.fetch_sub(1, Ordering::Relaxed);
-                return self.deliver_from_stash(m, buf, count, dt, req, status);
+            if self.stash_len.load(Ordering::Relaxed) > 0 {
+                let p = pattern(comm, src, tag);
+                // A wildcard tag: the stashed match's source may still have an
+                // older message inside MPI; it joins the stash first (`settle`).
+                let check = self.lock().stash.source_to_check(&p);
+                if let Some(source) = check {
+                    if let Err(rc) = self.settle(source, comm) {
+                        return rc;
+                    }
+                }
+                let taken = self.lock().stash.take_for_recv(&p);
+                if let Some(m) = taken {
+                    self.stash_len.fetch_sub(1, Ordering::Relaxed);
+                    return self.deliver_from_stash(m, buf, count, dt, req, status);
+                }
             }
-        }
-        let staged = contiguous_bytes(dt, count, type_size(dt))
-            .filter(|&cap| cap as u64 <= self.cfg.inline_max);
-        let wire = if let Some(cap) = staged {
-            let n = HDR + cap;
-            // Blocking receives reuse this thread's buffer; MPI writes it
-            // and we read back only the bytes MPI reports as received.
-            let mut stage = if req.is_none() {
-                STAGE.with(|c| c.take())
+            let staged = contiguous_bytes(dt, count, type_size(dt))
+                .filter(|&cap| cap as u64 <= self.cfg.inline_max);
+            let wire = if let Some(cap) = staged {
+                let n = HDR + cap;
+                // Blocking receives reuse this thread's buffer; MPI writes it
+                // and we read back only the bytes MPI reports as received.
+                let mut stage = if req.is_none() {
+                    STAGE.with(|c| c.take())
+                } else {
+                    self.stage_buf()
+                };
+                stage.clear();
+                stage.reserve(n);
+                // SAFETY: capacity reserved. MPI writes the received bytes and
+                // only those (up to the count MPI reports) are ever read; not
+                // zero-filling saves a memset of up to LOGGP_INLINE_MAX bytes.
+                #[allow(clippy::uninit_vec)]
+                stage.set_len(n);
+                Wire::Staged {
+                    stage,
+                    buf: buf.cast(),
+                    cap,
+                    placed: false,
+                }
             } else {
-                self.stage_buf()
+                Wire::Struct {
+                    hdr: Box::new(Header::default()),
+                }
             };
-            stage.clear();
-            stage.reserve(n);
-            // SAFETY: capacity reserved. MPI writes the received bytes and
-            // only those (up to the count MPI reports) are ever read; not
-            // zero-filling saves a memset of up to LOGGP_INLINE_MAX bytes.
-            #[allow(clippy::uninit_vec)]
-            stage.set_len(n);
-            Wire::Staged {
-                stage,
-                buf: buf.cast(),
-                cap,
-                placed: false,
+            let mut st_local = Status::zeroed();
+            let mut rc;
+            let mut wire = wire;
+            match &mut wire {
+                Wire::Staged { stage, .. } => {
+                    let (p, n) = (stage.as_mut_ptr().cast::<c_void>(), as_int(stage.len()));
+                    rc = match req {
+                        Some(r) => PMPI_Irecv(p, n, self.c.packed, src, tag, comm, r),
+                        None => {
+                            self.look_before_waiting(src, tag, comm);
+                            PMPI_Recv(p, n, self.c.packed, src, tag, comm, &mut st_local)
+                        }
+                    };
+                }
+                Wire::Struct { hdr } => {
+                    let mut t = match self.struct_type(&**hdr, buf, count, dt) {
+                        Ok(t) => t,
+                        Err(rc) => return rc,
+                    };
+                    let p = abi::BOTTOM as *mut c_void;
+                    rc = match req {
+                        Some(r) => PMPI_Irecv(p, 1, t, src, tag, comm, r),
+                        None => {
+                            self.look_before_waiting(src, tag, comm);
+                            PMPI_Recv(p, 1, t, src, tag, comm, &mut st_local)
+                        }
+                    };
+                    PMPI_Type_free(&mut t);
+                }
             }
-        } else {
-            Wire::Struct {
-                hdr: Box::new(Header::default()),
-            }
-        };
-        let mut st_local = Status::zeroed();
-        let mut rc;
-        let mut wire = wire;
-        match &mut wire {
-            Wire::Staged { stage, .. } => {
-                let (p, n) = (stage.as_mut_ptr().cast::<c_void>(), as_int(stage.len()));
-                rc = match req {
-                    Some(r) => PMPI_Irecv(p, n, self.c.packed, src, tag, comm, r),
-                    None => {
-                        self.look_before_waiting(src, tag, comm);
-                        PMPI_Recv(p, n, self.c.packed, src, tag, comm, &mut st_local)
+            match req {
+                Some(r) => {
+                    if ok(rc) {
+                        self.lock()
+                            .reqs
+                            .track(key(*r), Kind::Recv, Pending::Recv(wire));
                     }
-                };
-            }
-            Wire::Struct { hdr } => {
-                let mut t = match self.struct_type(&**hdr, buf, count, dt) {
-                    Ok(t) => t,
-                    Err(rc) => return rc,
-                };
-                let p = abi::BOTTOM as *mut c_void;
-                rc = match req {
-                    Some(r) => PMPI_Irecv(p, 1, t, src, tag, comm, r),
-                    None => {
-                        self.look_before_waiting(src, tag, comm);
-                        PMPI_Recv(p, 1, t, src, tag, comm, &mut st_local)
+                    rc
+                }
+                None => {
+                    if rc != abi::SUCCESS && !is_truncation(rc) {
+                        return rc;
                     }
-                };
-                PMPI_Type_free(&mut t);
-            }
-        }
-        match req {
-            Some(r) => {
-                if ok(rc) {
-                    self.lock()
-                        .reqs
-                        .track(key(*r), Kind::Recv, Pending::Recv(wire));
+                    // A blocking receive cannot have been cancelled, and its
+                    // count matters only to a status the caller looks at.
+                    let want = !abi::status_ignored(status);
+                    let rc2 = self.finish_recv_as(&mut wire, &mut st_local, true, rc, false, want);
+                    if self.uses_seen {
+                        set_waited(NOT_WAITED);
+                    }
+                    if rc == abi::SUCCESS {
+                        rc = rc2;
+                    }
+                    if !abi::status_ignored(status) {
+                        st_local.copy_to(status);
+                    }
+                    if let Wire::Staged { stage, .. } = wire {
+                        STAGE.with(|c| c.replace(stage));
+                    }
+                    rc
                 }
-                rc
-            }
-            None => {
-                if rc != abi::SUCCESS && !is_truncation(rc) {
-                    return rc;
-                }
-                // A blocking receive cannot have been cancelled, and its
-                // count matters only to a status the caller looks at.
-                let want = !abi::status_ignored(status);
-                let rc2 = self.finish_recv_as(&mut wire, &mut st_local, true, rc, false, want);
-                if self.uses_seen {
-                    set_waited(NOT_WAITED);
-                }
-                if rc == abi::SUCCESS {
-                    rc = rc2;
-                }
-                if !abi::status_ignored(status) {
-                    st_local.copy_to(status);
-                }
-                if let Wire::Staged { stage, .. } = wire {
-                    STAGE.with(|c| c.replace(stage));
-                }
-                rc
             }
         }
     }
@@ -144,7 +146,7 @@ impl Engine {
         block: bool,
         rc: c_int,
     ) -> c_int {
-        self.finish_recv_as(wire, st, block, rc, true, true)
+        unsafe { self.finish_recv_as(wire, st, block, rc, true, true) }
     }
 
     /// `finish_recv`, skipping the cancel query where no cancel can have
@@ -158,56 +160,62 @@ impl Engine {
         may_cancel: bool,
         want_count: bool,
     ) -> c_int {
-        let mut cancelled: c_int = 0;
-        if may_cancel && cancels_seen() {
-            PMPI_Test_cancelled(st, &mut cancelled);
-        }
-        // Cancelled, from MPI_PROC_NULL, or an empty status: no message.
-        if cancelled != 0 || st.source() == abi::PROC_NULL || st.source() == abi::ANY_SOURCE {
-            return abi::SUCCESS;
-        }
-        let got = status_bytes(st, self.c.byte);
-        let hdr = wire.header();
-        if got < HDR || hdr.magic != MAGIC {
-            if is_truncation(rc) {
-                // MPI may drop a truncated message's bytes (MPICH does for
-                // large ones): no header to read, nothing to deliver.
-                set_status_bytes(st, self.c.byte, got.saturating_sub(HDR) as u64);
-                return rc;
+        unsafe {
+            let mut cancelled: c_int = 0;
+            if may_cancel && cancels_seen() {
+                PMPI_Test_cancelled(st, &mut cancelled);
             }
-            self.escaped(st);
+            // Cancelled, from MPI_PROC_NULL, or an empty status: no message.
+            if cancelled != 0 || st.source() == abi::PROC_NULL || st.source() == abi::ANY_SOURCE {
+                return abi::SUCCESS;
+            }
+            let got = status_bytes(st, self.c.byte);
+            let hdr = wire.header();
+            if got < HDR || hdr.magic != MAGIC {
+                if is_truncation(rc) {
+                    // MPI may drop a truncated message's bytes (MPICH does for
+                    // large ones): no header to read, nothing to deliver.
+                    set_status_bytes(st, self.c.byte, got.saturating_sub(HDR) as u64);
+                    return rc;
+                }
+                self.escaped(st);
+            }
+            let payload = (got - HDR) as u64;
+            self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, payload, block);
+            wire.place(got);
+            if want_count {
+                set_status_bytes(st, self.c.byte, payload);
+            }
+            abi::SUCCESS
         }
-        let payload = (got - HDR) as u64;
-        self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, payload, block);
-        wire.place(got);
-        if want_count {
-            set_status_bytes(st, self.c.byte, payload);
-        }
-        abi::SUCCESS
     }
 
     /// Before a blocking receive: is a matching message already there? If
     /// not, the receive waits for it, and its added L counts from when it
     /// comes (`set_waited`). Only when that can matter: a probe costs.
     unsafe fn look_before_waiting(&self, src: c_int, tag: c_int, comm: Comm) {
-        if self.uses_seen {
-            let mut flag: c_int = 0;
-            PMPI_Iprobe(src, tag, comm, &mut flag, status_ignore());
-            set_waited(if flag == 0 { CAME_NOW } else { NOT_WAITED });
+        unsafe {
+            if self.uses_seen {
+                let mut flag: c_int = 0;
+                PMPI_Iprobe(src, tag, comm, &mut flag, status_ignore());
+                set_waited(if flag == 0 { CAME_NOW } else { NOT_WAITED });
+            }
         }
     }
 
     /// A message without our header reached a receive: some sender bypassed
     /// the shim. Going on would hand the application shifted bytes.
     pub(super) unsafe fn escaped(&self, st: &Status) -> ! {
-        let msg = format!(
+        unsafe {
+            let msg = format!(
             "rank {} received a message from rank {} (tag {}) without the shim's header: \
              a send bypassed the shim (an unsupported MPI call, or ranks preloaded differently); stopping",
             self.rank,
             st.source(),
             st.tag()
         );
-        log::abort_job(Some(&msg), self.c.comm_world)
+            log::abort_job(Some(&msg), self.c.comm_world)
+        }
     }
 
     /// Reserves the message's delivery time at the gate (one step under

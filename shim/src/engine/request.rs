@@ -68,26 +68,30 @@ pub(super) type Taken = lifecycle::Entry<Pending>;
 /// one key in the request table). Its status is empty; the engine fills in
 /// the real one.
 pub unsafe fn start_grequest(req: *mut Request) -> c_int {
-    PMPI_Grequest_start(
-        grequest_query,
-        grequest_free,
-        grequest_cancel,
-        std::ptr::null_mut(),
-        req,
-    )
+    unsafe {
+        PMPI_Grequest_start(
+            grequest_query,
+            grequest_free,
+            grequest_cancel,
+            std::ptr::null_mut(),
+            req,
+        )
+    }
 }
 
 pub(super) unsafe extern "C" fn grequest_query(_: *mut c_void, st: *mut Status) -> c_int {
-    if !abi::status_ignored(st) {
-        if let Some(e) = get_opt() {
-            PMPI_Status_set_elements_x(st, e.c.byte, 0);
+    unsafe {
+        if !abi::status_ignored(st) {
+            if let Some(e) = get_opt() {
+                PMPI_Status_set_elements_x(st, e.c.byte, 0);
+            }
+            PMPI_Status_set_cancelled(st, 0);
+            (*st).set_source(abi::ANY_SOURCE);
+            (*st).set_tag(abi::ANY_TAG);
+            (*st).set_error(abi::SUCCESS);
         }
-        PMPI_Status_set_cancelled(st, 0);
-        (*st).set_source(abi::ANY_SOURCE);
-        (*st).set_tag(abi::ANY_TAG);
-        (*st).set_error(abi::SUCCESS);
+        abi::SUCCESS
     }
-    abi::SUCCESS
 }
 
 pub(super) unsafe extern "C" fn grequest_free(_: *mut c_void) -> c_int {
@@ -102,41 +106,43 @@ pub(super) unsafe extern "C" fn grequest_cancel(_: *mut c_void, _: c_int) -> c_i
 
 impl Engine {
     pub unsafe fn request_free(&self, req: *mut Request) -> c_int {
-        let r = *req;
-        let Some(e) = self.lock().reqs.untrack(key(r)) else {
-            return PMPI_Request_free(req);
-        };
-        let idle = e.kind().persistent() && !e.active();
-        match e.into_data() {
-            Some(Pending::Coll { k }) => {
-                nb::orphan(k);
+        unsafe {
+            let r = *req;
+            let Some(e) = self.lock().reqs.untrack(key(r)) else {
                 return PMPI_Request_free(req);
+            };
+            let idle = e.kind().persistent() && !e.active();
+            match e.into_data() {
+                Some(Pending::Coll { k }) => {
+                    nb::orphan(k);
+                    return PMPI_Request_free(req);
+                }
+                Some(Pending::PBsend { mut dt, .. }) => {
+                    // Its buffered sends are already on their own: only the
+                    // duplicate datatype is ours to free.
+                    PMPI_Type_free(&mut dt);
+                    return PMPI_Request_free(req);
+                }
+                Some(Pending::Recv(wire @ Wire::Staged { .. })) => {
+                    // Its payload lands in our stage, and only we can copy it
+                    // to the application's buffer: keep the request and do so
+                    // once it completes (`reap_freed`). For the application
+                    // the request is gone.
+                    let mut st = self.lock();
+                    st.freed.push((r, wire));
+                    self.freed_len.store(st.freed.len(), Ordering::Relaxed);
+                    *req = self.c.request_null;
+                    return abi::SUCCESS;
+                }
+                Some(p) if !idle => {
+                    // MPI completes it in the background and may still write
+                    // the header or read the staging buffer: keep them alive.
+                    std::mem::forget(p);
+                }
+                Some(_) | None => {}
             }
-            Some(Pending::PBsend { mut dt, .. }) => {
-                // Its buffered sends are already on their own: only the
-                // duplicate datatype is ours to free.
-                PMPI_Type_free(&mut dt);
-                return PMPI_Request_free(req);
-            }
-            Some(Pending::Recv(wire @ Wire::Staged { .. })) => {
-                // Its payload lands in our stage, and only we can copy it
-                // to the application's buffer: keep the request and do so
-                // once it completes (`reap_freed`). For the application
-                // the request is gone.
-                let mut st = self.lock();
-                st.freed.push((r, wire));
-                self.freed_len.store(st.freed.len(), Ordering::Relaxed);
-                *req = self.c.request_null;
-                return abi::SUCCESS;
-            }
-            Some(p) if !idle => {
-                // MPI completes it in the background and may still write
-                // the header or read the staging buffer: keep them alive.
-                std::mem::forget(p);
-            }
-            Some(_) | None => {}
+            PMPI_Request_free(req)
         }
-        PMPI_Request_free(req)
     }
 
     /// Completes the staged receives the application freed while active
@@ -154,23 +160,25 @@ impl Engine {
 
     /// As `reap_freed`; with `all`, waits for every one (MPI_Finalize).
     pub unsafe fn reap_freed_now(&self, all: bool) {
-        let mut list = std::mem::take(&mut self.lock().freed);
-        list.retain_mut(|(r, wire)| {
-            let mut flag: c_int = 0;
-            let mut st = Status::zeroed();
-            let rc = if all {
-                flag = 1;
-                PMPI_Wait(r, &mut st)
-            } else {
-                PMPI_Test(r, &mut flag, &mut st)
-            };
-            if flag != 0 {
-                self.finish_recv(wire, &mut st, false, rc);
-            }
-            flag == 0
-        });
-        let mut st = self.lock();
-        st.freed.append(&mut list);
-        self.freed_len.store(st.freed.len(), Ordering::Relaxed);
+        unsafe {
+            let mut list = std::mem::take(&mut self.lock().freed);
+            list.retain_mut(|(r, wire)| {
+                let mut flag: c_int = 0;
+                let mut st = Status::zeroed();
+                let rc = if all {
+                    flag = 1;
+                    PMPI_Wait(r, &mut st)
+                } else {
+                    PMPI_Test(r, &mut flag, &mut st)
+                };
+                if flag != 0 {
+                    self.finish_recv(wire, &mut st, false, rc);
+                }
+                flag == 0
+            });
+            let mut st = self.lock();
+            st.freed.append(&mut list);
+            self.freed_len.store(st.freed.len(), Ordering::Relaxed);
+        }
     }
 }

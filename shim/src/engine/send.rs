@@ -90,61 +90,63 @@ impl Engine {
         tag: c_int,
         comm: Comm,
     ) -> c_int {
-        if mode == Mode::Buffered {
-            return self.bsend(buf, count, dt, dest, tag, comm);
-        }
-        if nb::running() {
-            // A blocking send may wait for its receiver, which may wait
-            // for a collective this rank must progress.
-            let mut r = self.c.request_null;
-            let rc = self.isend(mode, buf, count, dt, dest, tag, comm, &mut r);
-            if !ok(rc) {
-                return rc;
+        unsafe {
+            if mode == Mode::Buffered {
+                return self.bsend(buf, count, dt, dest, tag, comm);
             }
-            return self.wait(&mut r, status_ignore());
-        }
-        let size = type_size(dt);
-        let bytes = size * u64::try_from(count).unwrap_or(0);
-        let (dep, hdr) = self.depart(bytes, dest, tag, comm);
-        let real = match mode {
-            Mode::Synchronous => PMPI_Ssend,
-            Mode::Ready => PMPI_Rsend,
-            _ => PMPI_Send,
-        };
-        let rc = if bytes <= self.cfg.inline_max {
-            // Blocking: the buffer is free again when the call returns, so
-            // this thread's staging buffer is reused (no allocation).
-            STAGE.with(|cell| {
-                let mut v = cell.take();
-                let rc = match self.stage_into(&mut v, size, hdr, buf, count, dt, comm) {
-                    Ok(()) => real(
-                        v.as_ptr().cast(),
-                        as_int(v.len()),
-                        self.c.packed,
-                        dest,
-                        tag,
-                        comm,
-                    ),
-                    Err(rc) => rc,
-                };
-                cell.replace(v);
-                rc
-            })
-        } else {
-            let h = Box::new(hdr);
-            match self.struct_type(&*h, buf, count, dt) {
-                Ok(mut t) => {
-                    let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm);
-                    PMPI_Type_free(&mut t);
-                    rc
+            if nb::running() {
+                // A blocking send may wait for its receiver, which may wait
+                // for a collective this rank must progress.
+                let mut r = self.c.request_null;
+                let rc = self.isend(mode, buf, count, dt, dest, tag, comm, &mut r);
+                if !ok(rc) {
+                    return rc;
                 }
-                Err(rc) => rc,
+                return self.wait(&mut r, status_ignore());
             }
-        };
-        if dep.complete_at > dep.ready {
-            self.hold_until(dep.complete_at);
+            let size = type_size(dt);
+            let bytes = size * u64::try_from(count).unwrap_or(0);
+            let (dep, hdr) = self.depart(bytes, dest, tag, comm);
+            let real = match mode {
+                Mode::Synchronous => PMPI_Ssend,
+                Mode::Ready => PMPI_Rsend,
+                _ => PMPI_Send,
+            };
+            let rc = if bytes <= self.cfg.inline_max {
+                // Blocking: the buffer is free again when the call returns, so
+                // this thread's staging buffer is reused (no allocation).
+                STAGE.with(|cell| {
+                    let mut v = cell.take();
+                    let rc = match self.stage_into(&mut v, size, hdr, buf, count, dt, comm) {
+                        Ok(()) => real(
+                            v.as_ptr().cast(),
+                            as_int(v.len()),
+                            self.c.packed,
+                            dest,
+                            tag,
+                            comm,
+                        ),
+                        Err(rc) => rc,
+                    };
+                    cell.replace(v);
+                    rc
+                })
+            } else {
+                let h = Box::new(hdr);
+                match self.struct_type(&*h, buf, count, dt) {
+                    Ok(mut t) => {
+                        let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm);
+                        PMPI_Type_free(&mut t);
+                        rc
+                    }
+                    Err(rc) => rc,
+                }
+            };
+            if dep.complete_at > dep.ready {
+                self.hold_until(dep.complete_at);
+            }
+            rc
         }
-        rc
     }
 
     pub(super) fn hold_until(&self, t: u64) {
@@ -174,29 +176,31 @@ impl Engine {
         tag: c_int,
         comm: Comm,
     ) -> c_int {
-        let size = type_size(dt);
-        let bytes = size * u64::try_from(count).unwrap_or(0);
-        let (_, hdr) = self.depart(bytes, dest, tag, comm);
-        let v = match self.stage(size, hdr, buf, count, dt, comm) {
-            Ok(v) => v,
-            Err(rc) => return rc,
-        };
-        let mut req = self.c.request_null;
-        let rc = PMPI_Isend(
-            v.as_ptr().cast(),
-            as_int(v.len()),
-            self.c.packed,
-            dest,
-            tag,
-            comm,
-            &mut req,
-        );
-        if ok(rc) {
-            let mut st = self.lock();
-            st.bsends.push((req, v));
-            Self::reap_bsends(&mut st, false);
+        unsafe {
+            let size = type_size(dt);
+            let bytes = size * u64::try_from(count).unwrap_or(0);
+            let (_, hdr) = self.depart(bytes, dest, tag, comm);
+            let v = match self.stage(size, hdr, buf, count, dt, comm) {
+                Ok(v) => v,
+                Err(rc) => return rc,
+            };
+            let mut req = self.c.request_null;
+            let rc = PMPI_Isend(
+                v.as_ptr().cast(),
+                as_int(v.len()),
+                self.c.packed,
+                dest,
+                tag,
+                comm,
+                &mut req,
+            );
+            if ok(rc) {
+                let mut st = self.lock();
+                st.bsends.push((req, v));
+                Self::reap_bsends(&mut st, false);
+            }
+            rc
         }
-        rc
     }
 
     /// Frees buffered sends that have completed (all of them when `all`).
@@ -234,11 +238,13 @@ impl Engine {
     /// A request that is already complete, standing for work the shim did
     /// itself: a receive from MPI_PROC_NULL.
     pub(super) unsafe fn done_request(&self, req: *mut Request) -> c_int {
-        let rc = start_grequest(req);
-        if ok(rc) {
-            PMPI_Grequest_complete(*req)
-        } else {
-            rc
+        unsafe {
+            let rc = start_grequest(req);
+            if ok(rc) {
+                PMPI_Grequest_complete(*req)
+            } else {
+                rc
+            }
         }
     }
 
@@ -254,73 +260,75 @@ impl Engine {
         comm: Comm,
         req: *mut Request,
     ) -> c_int {
-        if mode == Mode::Buffered {
-            let rc = self.bsend(buf, count, dt, dest, tag, comm);
-            if !ok(rc) {
-                return rc;
-            }
-            return PMPI_Isend(
-                std::ptr::null(),
-                0,
-                self.c.byte,
-                abi::PROC_NULL,
-                tag,
-                comm,
-                req,
-            );
-        }
-        let size = type_size(dt);
-        let bytes = size * u64::try_from(count).unwrap_or(0);
-        let (dep, hdr) = self.depart(bytes, dest, tag, comm);
-        let real = match mode {
-            Mode::Synchronous => PMPI_Issend,
-            Mode::Ready => PMPI_Irsend,
-            _ => PMPI_Isend,
-        };
-        let (rc, pending) = if bytes <= self.cfg.inline_max {
-            match self.stage(size, hdr, buf, count, dt, comm) {
-                Ok(v) => {
-                    let rc = real(
-                        v.as_ptr().cast(),
-                        as_int(v.len()),
-                        self.c.packed,
-                        dest,
-                        tag,
-                        comm,
-                        req,
-                    );
-                    (
-                        rc,
-                        Pending::Send {
-                            _keep: Some(v),
-                            _hdr: None,
-                        },
-                    )
+        unsafe {
+            if mode == Mode::Buffered {
+                let rc = self.bsend(buf, count, dt, dest, tag, comm);
+                if !ok(rc) {
+                    return rc;
                 }
-                Err(rc) => return rc,
+                return PMPI_Isend(
+                    std::ptr::null(),
+                    0,
+                    self.c.byte,
+                    abi::PROC_NULL,
+                    tag,
+                    comm,
+                    req,
+                );
             }
-        } else {
-            let h = Box::new(hdr);
-            match self.struct_type(&*h, buf, count, dt) {
-                Ok(mut t) => {
-                    let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
-                    PMPI_Type_free(&mut t);
-                    (
-                        rc,
-                        Pending::Send {
-                            _keep: None,
-                            _hdr: Some(h),
-                        },
-                    )
+            let size = type_size(dt);
+            let bytes = size * u64::try_from(count).unwrap_or(0);
+            let (dep, hdr) = self.depart(bytes, dest, tag, comm);
+            let real = match mode {
+                Mode::Synchronous => PMPI_Issend,
+                Mode::Ready => PMPI_Irsend,
+                _ => PMPI_Isend,
+            };
+            let (rc, pending) = if bytes <= self.cfg.inline_max {
+                match self.stage(size, hdr, buf, count, dt, comm) {
+                    Ok(v) => {
+                        let rc = real(
+                            v.as_ptr().cast(),
+                            as_int(v.len()),
+                            self.c.packed,
+                            dest,
+                            tag,
+                            comm,
+                            req,
+                        );
+                        (
+                            rc,
+                            Pending::Send {
+                                _keep: Some(v),
+                                _hdr: None,
+                            },
+                        )
+                    }
+                    Err(rc) => return rc,
                 }
-                Err(rc) => return rc,
+            } else {
+                let h = Box::new(hdr);
+                match self.struct_type(&*h, buf, count, dt) {
+                    Ok(mut t) => {
+                        let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
+                        PMPI_Type_free(&mut t);
+                        (
+                            rc,
+                            Pending::Send {
+                                _keep: None,
+                                _hdr: Some(h),
+                            },
+                        )
+                    }
+                    Err(rc) => return rc,
+                }
+            };
+            if ok(rc) {
+                self.lock()
+                    .track_send(key(*req), pending, dep.complete_at, dep.ready);
             }
-        };
-        if ok(rc) {
-            self.lock()
-                .track_send(key(*req), pending, dep.complete_at, dep.ready);
+            rc
         }
-        rc
     }
 
     /// Persistent send (standard, synchronous, ready, buffered).
@@ -335,67 +343,69 @@ impl Engine {
         comm: Comm,
         req: *mut Request,
     ) -> c_int {
-        if mode == Mode::Buffered {
-            let mut own = dt;
-            let rc = PMPI_Type_dup(dt, &mut own);
-            if !ok(rc) {
+        unsafe {
+            if mode == Mode::Buffered {
+                let mut own = dt;
+                let rc = PMPI_Type_dup(dt, &mut own);
+                if !ok(rc) {
+                    return rc;
+                }
+                let rc = PMPI_Send_init(
+                    std::ptr::null(),
+                    0,
+                    self.c.byte,
+                    abi::PROC_NULL,
+                    tag,
+                    comm,
+                    req,
+                );
+                if !ok(rc) {
+                    PMPI_Type_free(&mut own);
+                } else {
+                    self.lock().reqs.track(
+                        key(*req),
+                        Kind::PBsend,
+                        Pending::PBsend {
+                            buf,
+                            count,
+                            dt: own,
+                            dest,
+                            tag,
+                            comm,
+                        },
+                    );
+                }
                 return rc;
             }
-            let rc = PMPI_Send_init(
-                std::ptr::null(),
-                0,
-                self.c.byte,
-                abi::PROC_NULL,
-                tag,
-                comm,
-                req,
-            );
-            if !ok(rc) {
-                PMPI_Type_free(&mut own);
-            } else {
+            let size = type_size(dt);
+            let bytes = size * u64::try_from(count).unwrap_or(0);
+            let h = Box::new(Header::placeholder(self.rank));
+            let mut t = match self.struct_type(&*h, buf, count, dt) {
+                Ok(t) => t,
+                Err(rc) => return rc,
+            };
+            let real = match mode {
+                Mode::Synchronous => PMPI_Ssend_init,
+                Mode::Ready => PMPI_Rsend_init,
+                _ => PMPI_Send_init,
+            };
+            let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
+            PMPI_Type_free(&mut t);
+            if ok(rc) {
                 self.lock().reqs.track(
                     key(*req),
-                    Kind::PBsend,
-                    Pending::PBsend {
-                        buf,
-                        count,
-                        dt: own,
+                    Kind::PSend,
+                    Pending::PSend {
+                        hdr: h,
+                        bytes,
                         dest,
                         tag,
                         comm,
                     },
                 );
             }
-            return rc;
+            rc
         }
-        let size = type_size(dt);
-        let bytes = size * u64::try_from(count).unwrap_or(0);
-        let h = Box::new(Header::placeholder(self.rank));
-        let mut t = match self.struct_type(&*h, buf, count, dt) {
-            Ok(t) => t,
-            Err(rc) => return rc,
-        };
-        let real = match mode {
-            Mode::Synchronous => PMPI_Ssend_init,
-            Mode::Ready => PMPI_Rsend_init,
-            _ => PMPI_Send_init,
-        };
-        let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
-        PMPI_Type_free(&mut t);
-        if ok(rc) {
-            self.lock().reqs.track(
-                key(*req),
-                Kind::PSend,
-                Pending::PSend {
-                    hdr: h,
-                    bytes,
-                    dest,
-                    tag,
-                    comm,
-                },
-            );
-        }
-        rc
     }
 
     pub unsafe fn recv_init(
@@ -408,73 +418,77 @@ impl Engine {
         comm: Comm,
         req: *mut Request,
     ) -> c_int {
-        let h = Box::new(Header::default());
-        let mut t = match self.struct_type(&*h, buf, count, dt) {
-            Ok(t) => t,
-            Err(rc) => return rc,
-        };
-        let rc = PMPI_Recv_init(abi::BOTTOM as *mut c_void, 1, t, src, tag, comm, req);
-        PMPI_Type_free(&mut t);
-        if ok(rc) {
-            self.lock()
-                .reqs
-                .track(key(*req), Kind::PRecv, Pending::PRecv { hdr: h });
+        unsafe {
+            let h = Box::new(Header::default());
+            let mut t = match self.struct_type(&*h, buf, count, dt) {
+                Ok(t) => t,
+                Err(rc) => return rc,
+            };
+            let rc = PMPI_Recv_init(abi::BOTTOM as *mut c_void, 1, t, src, tag, comm, req);
+            PMPI_Type_free(&mut t);
+            if ok(rc) {
+                self.lock()
+                    .reqs
+                    .track(key(*req), Kind::PRecv, Pending::PRecv { hdr: h });
+            }
+            rc
         }
-        rc
     }
 
     /// Start of one request: tracked persistent requests get their header
     /// (departure) and overheads here.
     pub unsafe fn start(&self, req: *mut Request) -> c_int {
-        enum Started {
-            Send(*mut Header, u64, c_int, c_int, Comm),
-            Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
-            Other,
-        }
-        let started = {
-            let mut st = self.lock();
-            match st.reqs.start(key(*req)) {
-                Some((
-                    _,
-                    Pending::PSend {
-                        hdr,
-                        bytes,
-                        dest,
-                        tag,
-                        comm,
-                    },
-                )) => Started::Send(&mut **hdr, *bytes, *dest, *tag, *comm),
-                Some((
-                    _,
-                    Pending::PBsend {
-                        buf,
-                        count,
-                        dt,
-                        dest,
-                        tag,
-                        comm,
-                    },
-                )) => Started::Bsend(*buf, *count, *dt, *dest, *tag, *comm),
-                _ => Started::Other,
+        unsafe {
+            enum Started {
+                Send(*mut Header, u64, c_int, c_int, Comm),
+                Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
+                Other,
             }
-        };
-        match started {
-            Started::Send(hdr, bytes, dest, tag, comm) => {
-                let (dep, h) = self.depart(bytes, dest, tag, comm);
-                // The header lives in the pending entry (boxed, stable) and
-                // is not in flight: the request was inactive.
-                *hdr = h;
-                self.lock().reqs.set_complete_at(key(*req), dep.complete_at);
-                PMPI_Start(req)
-            }
-            Started::Bsend(buf, count, dt, dest, tag, comm) => {
-                let rc = self.bsend(buf, count, dt, dest, tag, comm);
-                if !ok(rc) {
-                    return rc;
+            let started = {
+                let mut st = self.lock();
+                match st.reqs.start(key(*req)) {
+                    Some((
+                        _,
+                        Pending::PSend {
+                            hdr,
+                            bytes,
+                            dest,
+                            tag,
+                            comm,
+                        },
+                    )) => Started::Send(&mut **hdr, *bytes, *dest, *tag, *comm),
+                    Some((
+                        _,
+                        Pending::PBsend {
+                            buf,
+                            count,
+                            dt,
+                            dest,
+                            tag,
+                            comm,
+                        },
+                    )) => Started::Bsend(*buf, *count, *dt, *dest, *tag, *comm),
+                    _ => Started::Other,
                 }
-                PMPI_Start(req)
+            };
+            match started {
+                Started::Send(hdr, bytes, dest, tag, comm) => {
+                    let (dep, h) = self.depart(bytes, dest, tag, comm);
+                    // The header lives in the pending entry (boxed, stable) and
+                    // is not in flight: the request was inactive.
+                    *hdr = h;
+                    self.lock().reqs.set_complete_at(key(*req), dep.complete_at);
+                    PMPI_Start(req)
+                }
+                Started::Bsend(buf, count, dt, dest, tag, comm) => {
+                    let rc = self.bsend(buf, count, dt, dest, tag, comm);
+                    if !ok(rc) {
+                        return rc;
+                    }
+                    PMPI_Start(req)
+                }
+                Started::Other => PMPI_Start(req),
             }
-            Started::Other => PMPI_Start(req),
         }
     }
 }

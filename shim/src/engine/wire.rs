@@ -79,31 +79,35 @@ impl Header {
 /// `src` readable and `dst` writable for `n` bytes, not overlapping.
 #[inline]
 pub(super) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
-    unsafe fn word(src: *const u8, dst: *mut u8, at: usize) {
-        dst.add(at)
-            .cast::<u64>()
-            .write_unaligned(src.add(at).cast::<u64>().read_unaligned());
-    }
-    match n {
-        0 => {}
-        1..=7 => {
-            for i in 0..n {
-                *dst.add(i) = *src.add(i);
+    unsafe {
+        unsafe fn word(src: *const u8, dst: *mut u8, at: usize) {
+            unsafe {
+                dst.add(at)
+                    .cast::<u64>()
+                    .write_unaligned(src.add(at).cast::<u64>().read_unaligned());
             }
         }
-        // Two or four words, the last ones ending at n (overlapping the
-        // first where n is not a multiple of 8).
-        8..=16 => {
-            word(src, dst, 0);
-            word(src, dst, n - 8);
+        match n {
+            0 => {}
+            1..=7 => {
+                for i in 0..n {
+                    *dst.add(i) = *src.add(i);
+                }
+            }
+            // Two or four words, the last ones ending at n (overlapping the
+            // first where n is not a multiple of 8).
+            8..=16 => {
+                word(src, dst, 0);
+                word(src, dst, n - 8);
+            }
+            17..=32 => {
+                word(src, dst, 0);
+                word(src, dst, 8);
+                word(src, dst, n - 16);
+                word(src, dst, n - 8);
+            }
+            _ => std::ptr::copy_nonoverlapping(src, dst, n),
         }
-        17..=32 => {
-            word(src, dst, 0);
-            word(src, dst, 8);
-            word(src, dst, n - 16);
-            word(src, dst, n - 8);
-        }
-        _ => std::ptr::copy_nonoverlapping(src, dst, n),
     }
 }
 
@@ -140,17 +144,19 @@ impl Wire {
     /// # Safety
     /// `buf` must still be the user's receive buffer of `cap` bytes.
     pub(super) unsafe fn place(&mut self, got: usize) {
-        if let Wire::Staged {
-            stage,
-            buf,
-            cap,
-            placed,
-        } = self
-        {
-            if !*placed {
-                let n = stage.len().min(got).saturating_sub(HDR).min(*cap);
-                copy_bytes(stage.as_ptr().add(HDR), *buf, n);
-                *placed = true;
+        unsafe {
+            if let Wire::Staged {
+                stage,
+                buf,
+                cap,
+                placed,
+            } = self
+            {
+                if !*placed {
+                    let n = stage.len().min(got).saturating_sub(HDR).min(*cap);
+                    copy_bytes(stage.as_ptr().add(HDR), *buf, n);
+                    *placed = true;
+                }
             }
         }
     }
@@ -162,14 +168,16 @@ impl Wire {
 /// that staging can be a memcpy instead of MPI_Pack.
 /// `size` is `dt`'s size, which every caller already has.
 pub(super) unsafe fn contiguous_bytes(dt: Datatype, count: c_int, size: u64) -> Option<usize> {
-    let v = super::type_facts(dt);
-    if v & super::NAMED != 0 {
-        if v & super::CONTIG == 0 {
-            return None;
+    unsafe {
+        let v = super::type_facts(dt);
+        if v & super::NAMED != 0 {
+            if v & super::CONTIG == 0 {
+                return None;
+            }
+            return usize::try_from(size * u64::try_from(count).ok()?).ok();
         }
-        return usize::try_from(size * u64::try_from(count).ok()?).ok();
+        contiguous_bytes_asked(dt, count, size)
     }
-    contiguous_bytes_asked(dt, count, size)
 }
 
 /// `contiguous_bytes` by asking MPI.
@@ -178,16 +186,18 @@ pub(super) unsafe fn contiguous_bytes_asked(
     count: c_int,
     size: u64,
 ) -> Option<usize> {
-    let (mut lb, mut ext, mut tlb, mut text) = (0, 0, 0, 0);
-    PMPI_Type_get_extent(dt, &mut lb, &mut ext);
-    if lb != 0 || u64::try_from(ext).ok()? != size {
-        return None;
+    unsafe {
+        let (mut lb, mut ext, mut tlb, mut text) = (0, 0, 0, 0);
+        PMPI_Type_get_extent(dt, &mut lb, &mut ext);
+        if lb != 0 || u64::try_from(ext).ok()? != size {
+            return None;
+        }
+        PMPI_Type_get_true_extent(dt, &mut tlb, &mut text);
+        if tlb != 0 || u64::try_from(text).ok()? != size {
+            return None;
+        }
+        usize::try_from(size * u64::try_from(count).ok()?).ok()
     }
-    PMPI_Type_get_true_extent(dt, &mut tlb, &mut text);
-    if tlb != 0 || u64::try_from(text).ok()? != size {
-        return None;
-    }
-    usize::try_from(size * u64::try_from(count).ok()?).ok()
 }
 
 thread_local! {
@@ -208,29 +218,31 @@ pub(super) unsafe fn pack(
     pos: &mut c_int,
     comm: Comm,
 ) -> c_int {
-    if buf as usize != abi::BOTTOM || count == 0 {
-        return PMPI_Pack(buf, count, dt, out.cast(), outsize, pos, comm);
+    unsafe {
+        if buf as usize != abi::BOTTOM || count == 0 {
+            return PMPI_Pack(buf, count, dt, out.cast(), outsize, pos, comm);
+        }
+        let base = out as abi::Aint;
+        let mut t = dt;
+        let rc = PMPI_Type_create_hindexed(1, &count, &-base, dt, &mut t);
+        if !ok(rc) {
+            return rc;
+        }
+        let mut rc = PMPI_Type_commit(&mut t);
+        if ok(rc) {
+            rc = PMPI_Pack(
+                out.cast_const().cast(),
+                1,
+                t,
+                out.cast(),
+                outsize,
+                pos,
+                comm,
+            );
+        }
+        PMPI_Type_free(&mut t);
+        rc
     }
-    let base = out as abi::Aint;
-    let mut t = dt;
-    let rc = PMPI_Type_create_hindexed(1, &count, &-base, dt, &mut t);
-    if !ok(rc) {
-        return rc;
-    }
-    let mut rc = PMPI_Type_commit(&mut t);
-    if ok(rc) {
-        rc = PMPI_Pack(
-            out.cast_const().cast(),
-            1,
-            t,
-            out.cast(),
-            outsize,
-            pos,
-            comm,
-        );
-    }
-    PMPI_Type_free(&mut t);
-    rc
 }
 
 impl Engine {
@@ -244,9 +256,11 @@ impl Engine {
         dt: Datatype,
         comm: Comm,
     ) -> Result<Vec<u8>, c_int> {
-        let mut v = self.stage_buf();
-        self.stage_into(&mut v, size, hdr, buf, count, dt, comm)?;
-        Ok(v)
+        unsafe {
+            let mut v = self.stage_buf();
+            self.stage_into(&mut v, size, hdr, buf, count, dt, comm)?;
+            Ok(v)
+        }
     }
 
     /// Writes `[header][payload]` into `v` (resized to fit).
@@ -260,41 +274,43 @@ impl Engine {
         dt: Datatype,
         comm: Comm,
     ) -> Result<(), c_int> {
-        if let Some(n) = contiguous_bytes(dt, count, size) {
-            v.clear();
-            v.reserve(HDR + n);
-            // SAFETY: capacity reserved; the header and the n bytes are
-            // written before they are counted in.
-            hdr.write_to(v.as_mut_ptr());
-            copy_bytes(buf.cast::<u8>(), v.as_mut_ptr().add(HDR), n);
-            v.set_len(HDR + n);
-            return Ok(());
-        }
-        let mut psize: c_int = 0;
-        let rc = PMPI_Pack_size(count, dt, comm, &mut psize);
-        if !ok(rc) {
-            return Err(rc);
-        }
-        v.clear();
-        v.resize(HDR + usize::try_from(psize).unwrap_or(0), 0);
-        hdr.write_to(v.as_mut_ptr());
-        let mut pos: c_int = 0;
-        if count > 0 {
-            let rc = pack(
-                buf,
-                count,
-                dt,
-                v.as_mut_ptr().add(HDR),
-                psize,
-                &mut pos,
-                comm,
-            );
+        unsafe {
+            if let Some(n) = contiguous_bytes(dt, count, size) {
+                v.clear();
+                v.reserve(HDR + n);
+                // SAFETY: capacity reserved; the header and the n bytes are
+                // written before they are counted in.
+                hdr.write_to(v.as_mut_ptr());
+                copy_bytes(buf.cast::<u8>(), v.as_mut_ptr().add(HDR), n);
+                v.set_len(HDR + n);
+                return Ok(());
+            }
+            let mut psize: c_int = 0;
+            let rc = PMPI_Pack_size(count, dt, comm, &mut psize);
             if !ok(rc) {
                 return Err(rc);
             }
+            v.clear();
+            v.resize(HDR + usize::try_from(psize).unwrap_or(0), 0);
+            hdr.write_to(v.as_mut_ptr());
+            let mut pos: c_int = 0;
+            if count > 0 {
+                let rc = pack(
+                    buf,
+                    count,
+                    dt,
+                    v.as_mut_ptr().add(HDR),
+                    psize,
+                    &mut pos,
+                    comm,
+                );
+                if !ok(rc) {
+                    return Err(rc);
+                }
+            }
+            v.truncate(HDR + usize::try_from(pos).unwrap_or(0));
+            Ok(())
         }
-        v.truncate(HDR + usize::try_from(pos).unwrap_or(0));
-        Ok(())
     }
 
     /// Builds the struct datatype `{16 B at hdr, count × dt at buf}`.
@@ -305,22 +321,25 @@ impl Engine {
         count: c_int,
         dt: Datatype,
     ) -> Result<Datatype, c_int> {
-        let mut a0: abi::Aint = 0;
-        let mut a1: abi::Aint = 0;
-        PMPI_Get_address(hdr.cast(), &mut a0);
-        PMPI_Get_address(buf, &mut a1);
-        let lens = [HDR_INT, count];
-        let disps = [a0, a1];
-        let types = [self.c.byte, dt];
-        let mut t: Datatype = self.c.byte;
-        let rc = PMPI_Type_create_struct(2, lens.as_ptr(), disps.as_ptr(), types.as_ptr(), &mut t);
-        if !ok(rc) {
-            return Err(rc);
+        unsafe {
+            let mut a0: abi::Aint = 0;
+            let mut a1: abi::Aint = 0;
+            PMPI_Get_address(hdr.cast(), &mut a0);
+            PMPI_Get_address(buf, &mut a1);
+            let lens = [HDR_INT, count];
+            let disps = [a0, a1];
+            let types = [self.c.byte, dt];
+            let mut t: Datatype = self.c.byte;
+            let rc =
+                PMPI_Type_create_struct(2, lens.as_ptr(), disps.as_ptr(), types.as_ptr(), &mut t);
+            if !ok(rc) {
+                return Err(rc);
+            }
+            let rc = PMPI_Type_commit(&mut t);
+            if !ok(rc) {
+                return Err(rc);
+            }
+            Ok(t)
         }
-        let rc = PMPI_Type_commit(&mut t);
-        if !ok(rc) {
-            return Err(rc);
-        }
-        Ok(t)
     }
 }
