@@ -6,8 +6,7 @@
 #                           exit 3 when Slurm cannot run here (not root,
 #                           no package)
 #   scripts/slurm.sh down   stop them (munged too when the configuration
-#                           is ours): tests that time MPI jobs must not run
-#                           beside them
+#                           is ours)
 #
 # The node is this host, with all its processors, in partition "debug";
 # state and logs under /tmp/loggp-slurm. Nothing else on the machine is
@@ -20,9 +19,8 @@ mark="# written by loggp-shim scripts/slurm.sh"
 down() {
   pkill -x slurmd 2>/dev/null || true
   pkill -x slurmctld 2>/dev/null || true
-  # munged too, when the configuration is ours (we started it): on this
-  # 2-core machine an idle munged made MPICH's 8-byte ping-pong 0.55 us
-  # instead of 0.13 us and its message rate a third.
+  # munged too, when the configuration is ours (we started it): the tests
+  # leave the machine as they found it.
   if grep -q "$mark" "$conf" 2>/dev/null; then
     pkill -x munged 2>/dev/null || true
   fi

@@ -13,9 +13,8 @@
 //!   integrity program's data checks pass.
 //!
 //! One test runs them all in turn and stops the daemons at its end (also
-//! when it fails): on this 2-core machine an idle munged made MPICH's
-//! 8-byte ping-pong 0.55 us instead of 0.13 us, which would spoil every
-//! timed test after this one.
+//! when it fails), so that the tests after it run on the machine as they
+//! would without Slurm.
 //!
 //! Run: `bash scripts/build.sh && cargo test -p loggp --test slurm`
 
