@@ -332,6 +332,7 @@ pub unsafe fn after_init(cfg: Config) {
             (now() - t_start) as f64 / 1e6
         ));
         }
+        crate::coll::nb::register();
         engine::learn_status_count(c.byte);
         let mut e = Engine::new(cfg, c, rank, size, transit);
         e.set_own_costs(native.own_send_ns, native.own_recv_ns);

@@ -27,7 +27,7 @@ use std::cell::Cell;
 use std::ffi::c_int;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
@@ -59,8 +59,24 @@ unsafe impl Send for Job {}
 
 /// Jobs in the order they were started (their key is the request's).
 static JOBS: Mutex<Vec<(usize, Arc<Mutex<Job>>)>> = Mutex::new(Vec::new());
-/// Jobs not yet finished: the whole cost of the hook when none is.
-static RUNNING: AtomicUsize = AtomicUsize::new(0);
+// Jobs not yet finished are counted where the engine reads them (the
+// whole cost of its hook when none is).
+use crate::engine::jobs::RUNNING;
+
+/// What the engine calls (`engine::jobs`): it progresses and completes the
+/// jobs without importing this module.
+static HOOKS: crate::engine::jobs::Hooks = crate::engine::jobs::Hooks {
+    progress_all,
+    done,
+    finish,
+    orphan,
+    spawn_pair,
+};
+
+/// Hands the engine this runner's functions (`init`, at start-up).
+pub fn register() {
+    crate::engine::jobs::register(&HOOKS);
+}
 
 thread_local! {
     /// Set while this thread is polling jobs: a job's own completion calls
@@ -79,7 +95,7 @@ fn lock(j: &Mutex<Job>) -> MutexGuard<'_, Job> {
 /// True while some nonblocking collective of this process is unfinished.
 #[inline]
 pub fn running() -> bool {
-    RUNNING.load(Ordering::Relaxed) > 0
+    crate::engine::jobs::running()
 }
 
 /// Starts `fut` as the nonblocking collective of request `*req` on the
@@ -122,7 +138,6 @@ impl Future for Pair {
 /// (the packed copy of an Isendrecv_replace) lives until it completes. Its
 /// error is returned by the completion call, as a point-to-point error, not
 /// raised as a collective's (no communicator is named).
-#[cfg_attr(ompi, allow(dead_code))]
 pub unsafe fn spawn_pair(reqs: [Request; 2], keep: Vec<u8>, req: *mut Request) -> c_int {
     unsafe {
         let st = Arc::new(Mutex::new(Status::zeroed()));

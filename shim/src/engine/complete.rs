@@ -93,7 +93,7 @@ impl Engine {
                 return abi::SUCCESS;
             }
             match e.data_mut() {
-                Some(Pending::Coll { k }) => nb::finish(*k, st),
+                Some(Pending::Coll { k }) => jobs::finish(*k, st),
                 Some(Pending::Recv(wire)) => self.finish_recv(wire, st, block, rc),
                 Some(Pending::PRecv { hdr }) => {
                     let mut w = Wire::Struct {
@@ -150,7 +150,7 @@ impl Engine {
             if r == self.c.request_null {
                 return PMPI_Wait(req, status);
             }
-            let polled = nb::running();
+            let polled = jobs::running();
             if polled {
                 // Nonblocking collectives in flight: wait by polling, so that
                 // they progress meanwhile (the request may depend on them).
@@ -159,7 +159,7 @@ impl Engine {
                     if self.poll(r).done(|| self.native_done(r)) {
                         break;
                     }
-                    nb::progress_all();
+                    jobs::progress_all();
                     patience.pause();
                 }
             }
@@ -232,7 +232,7 @@ impl Engine {
                 Look::Untracked => return Poll::Untracked,
                 Look::Inactive => return Poll::Inactive,
                 Look::Active(Kind::Coll) => {
-                    return if nb::done(k) {
+                    return if jobs::done(k) {
                         Poll::Ready
                     } else {
                         Poll::NotReady
@@ -287,7 +287,7 @@ impl Engine {
     pub unsafe fn test(&self, req: *mut Request, flag: *mut c_int, status: *mut Status) -> c_int {
         unsafe {
             self.reap_freed();
-            nb::progress_all();
+            jobs::progress_all();
             let r = *req;
             match self.poll(r) {
                 Poll::Untracked | Poll::Inactive => PMPI_Test(req, flag, status),
@@ -315,7 +315,7 @@ impl Engine {
         status: *mut Status,
     ) -> c_int {
         unsafe {
-            nb::progress_all();
+            jobs::progress_all();
             match self.poll(r) {
                 Poll::Untracked | Poll::Inactive => PMPI_Request_get_status(r, flag, status),
                 Poll::NotReady => {
@@ -370,10 +370,10 @@ impl Engine {
                 return PMPI_Waitall(n, reqs, statuses);
             }
             let rs = std::slice::from_raw_parts_mut(reqs, len);
-            if !self.any_tracked(rs) && !nb::running() {
+            if !self.any_tracked(rs) && !jobs::running() {
                 return PMPI_Waitall(n, reqs, statuses);
             }
-            if !nb::running() {
+            if !jobs::running() {
                 return self.waitall_native_first(rs, statuses);
             }
             let ignore = abi::statuses_ignored(statuses);
@@ -420,7 +420,7 @@ impl Engine {
                     break;
                 }
                 if !progressed {
-                    nb::progress_all();
+                    jobs::progress_all();
                     patience.pause();
                 }
             }
@@ -560,7 +560,7 @@ impl Engine {
     ) -> c_int {
         unsafe {
             let len = usize::try_from(n).unwrap_or(0);
-            nb::progress_all();
+            jobs::progress_all();
             let rs = std::slice::from_raw_parts_mut(reqs, len);
             if !self.any_tracked(rs) {
                 return PMPI_Testall(n, reqs, flag, statuses);
@@ -632,7 +632,7 @@ impl Engine {
         unsafe {
             let len = usize::try_from(n).unwrap_or(0);
             let rs = std::slice::from_raw_parts_mut(reqs, len);
-            if !self.any_tracked(rs) && !nb::running() {
+            if !self.any_tracked(rs) && !jobs::running() {
                 return PMPI_Waitany(n, reqs, idx, status);
             }
             let mut patience = Patience::new();
@@ -645,7 +645,7 @@ impl Engine {
                     }
                     return rc;
                 }
-                nb::progress_all();
+                jobs::progress_all();
                 patience.pause();
             }
         }
@@ -662,7 +662,7 @@ impl Engine {
         unsafe {
             let len = usize::try_from(n).unwrap_or(0);
             let rs = std::slice::from_raw_parts_mut(reqs, len);
-            nb::progress_all();
+            jobs::progress_all();
             if !self.any_tracked(rs) {
                 return PMPI_Testany(n, reqs, idx, flag, status);
             }
@@ -761,7 +761,7 @@ impl Engine {
         unsafe {
             let len = usize::try_from(n).unwrap_or(0);
             let rs = std::slice::from_raw_parts_mut(reqs, len);
-            if !self.any_tracked(rs) && !nb::running() {
+            if !self.any_tracked(rs) && !jobs::running() {
                 return PMPI_Waitsome(n, reqs, outcount, idx, statuses);
             }
             let mut patience = Patience::new();
@@ -771,7 +771,7 @@ impl Engine {
                     *outcount = c;
                     return rc;
                 }
-                nb::progress_all();
+                jobs::progress_all();
                 patience.pause();
             }
         }
@@ -788,7 +788,7 @@ impl Engine {
         unsafe {
             let len = usize::try_from(n).unwrap_or(0);
             let rs = std::slice::from_raw_parts_mut(reqs, len);
-            nb::progress_all();
+            jobs::progress_all();
             if !self.any_tracked(rs) {
                 return PMPI_Testsome(n, reqs, outcount, idx, statuses);
             }

@@ -129,7 +129,7 @@ impl Engine {
             match self.post_sendrecv(
                 sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm,
             ) {
-                Ok(reqs) => nb::spawn_pair(reqs, keep, req),
+                Ok(reqs) => jobs::spawn_pair(reqs, keep, req),
                 Err(rc) => rc,
             }
         }

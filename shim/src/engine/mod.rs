@@ -35,6 +35,7 @@
 
 mod complete;
 mod composite;
+pub mod jobs;
 mod probe;
 mod recv;
 mod request;
@@ -49,7 +50,6 @@ use wire::*;
 
 use crate::abi::{self, key, Comm, Consts, Datatype, Message, Request, Status};
 use crate::clock::{now, pass_until, Patience};
-use crate::coll::nb;
 use crate::log;
 use crate::real::*;
 use loggp_core::config::Knobs;

@@ -376,7 +376,7 @@ impl Engine {
         status: *mut Status,
     ) -> c_int {
         unsafe {
-            nb::progress_all();
+            jobs::progress_all();
             if src == abi::PROC_NULL {
                 return PMPI_Iprobe(src, tag, comm, flag, status);
             }
@@ -424,7 +424,7 @@ impl Engine {
         status: *mut Status,
     ) -> c_int {
         unsafe {
-            nb::progress_all();
+            jobs::progress_all();
             if src == abi::PROC_NULL {
                 return PMPI_Improbe(src, tag, comm, flag, msg, status);
             }

@@ -18,7 +18,7 @@ impl Engine {
     ) -> c_int {
         unsafe {
             self.reap_freed();
-            if req.is_none() && nb::running() {
+            if req.is_none() && jobs::running() {
                 // See `send`.
                 let mut r = self.c.request_null;
                 let rc = self.recv(buf, count, dt, src, tag, comm, Some(&mut r), status);

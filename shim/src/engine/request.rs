@@ -114,7 +114,7 @@ impl Engine {
             let idle = e.kind().persistent() && !e.active();
             match e.into_data() {
                 Some(Pending::Coll { k }) => {
-                    nb::orphan(k);
+                    jobs::orphan(k);
                     return PMPI_Request_free(req);
                 }
                 Some(Pending::PBsend { mut dt, .. }) => {

@@ -94,7 +94,7 @@ impl Engine {
             if mode == Mode::Buffered {
                 return self.bsend(buf, count, dt, dest, tag, comm);
             }
-            if nb::running() {
+            if jobs::running() {
                 // A blocking send may wait for its receiver, which may wait
                 // for a collective this rank must progress.
                 let mut r = self.c.request_null;
