@@ -92,18 +92,17 @@ fn half_rtt(o: &Outcome, what: &str) -> Result<f64, String> {
     Ok(o.num("half_rtt_us"))
 }
 
-fn latency(mpi: Mpi) {
-    let what = format!("loggp run --L 20us -- srun, {}", mpi.name());
-    if !ready(&what) {
+/// L = 20 us through srun, `loggp` (its `--L`) or the exported variables
+/// (`srun_args`), against the same `srun` natively, in one attempt: the
+/// half round trip rises by 17 to 23 us.
+fn l_through_srun(mpi: Mpi, what: &str, loggp: &[&str], srun_args: &[&str]) {
+    if !ready(what) {
         return;
     }
-    retry(3, &what, || {
+    retry(3, what, || {
         let args = ["pingpong", "300"];
         let native = half_rtt(&srun(mpi, &[], &["-n", "2"], "timing", &args), "native")?;
-        let l = half_rtt(
-            &srun(mpi, &["--L", "20us"], &["-n", "2"], "timing", &args),
-            "L=20us",
-        )?;
+        let l = half_rtt(&srun(mpi, loggp, srun_args, "timing", &args), "L=20us")?;
         let added = l - native;
         if !(17.0..=23.0).contains(&added) {
             return Err(format!(
@@ -115,33 +114,24 @@ fn latency(mpi: Mpi) {
     });
 }
 
+fn latency(mpi: Mpi) {
+    let what = format!("loggp run --L 20us -- srun, {}", mpi.name());
+    l_through_srun(mpi, &what, &["--L", "20us"], &["-n", "2"]);
+}
+
 /// The README's `srun --export=ALL,LD_PRELOAD=...` line, without `loggp`.
 fn srun_export_line_openmpi() {
     let mpi = Mpi::OpenMpi;
-    let what = "srun --export=ALL,LD_PRELOAD=..., Open MPI";
-    if !ready(what) {
-        return;
-    }
     let export = format!(
         "--export=ALL,LD_PRELOAD={},LOGGP_L=20us",
         shim(mpi).display()
     );
-    retry(3, what, || {
-        let args = ["pingpong", "300"];
-        let native = half_rtt(&srun(mpi, &[], &["-n", "2"], "timing", &args), "native")?;
-        let l = half_rtt(
-            &srun(mpi, &[], &["-n", "2", &export], "timing", &args),
-            "exported",
-        )?;
-        let added = l - native;
-        if !(17.0..=23.0).contains(&added) {
-            return Err(format!(
-                "half round trip {native:.3} us natively, {l:.3} us exported L=20us: +{added:.3} \
-                 (expected 17 to 23)"
-            ));
-        }
-        Ok(format!("{native:.3} -> {l:.3} us (+{added:.3})"))
-    });
+    l_through_srun(
+        mpi,
+        "srun --export=ALL,LD_PRELOAD=..., Open MPI",
+        &[],
+        &["-n", "2", &export],
+    );
 }
 
 /// Four ranks on two processors through srun, every knob set: the data
