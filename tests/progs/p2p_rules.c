@@ -48,9 +48,11 @@
  *      operations that use this communicator will complete normally"): an
  *      Isend (small and large) and an Issend whose communicator is freed
  *      before the Wait, and an Isend whose request and communicator are
- *      both freed (MPI_Request_free), all deliver.
+ *      both freed (MPI_Request_free), all deliver;
+ *  10. a persistent receive started after a probe took its message (see
+ *      its function).
  * Arguments name the sections to run (freed, partial, error, bottom, comm,
- * reqfree, overtake, nostatus, commsend; all by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
+ * reqfree, overtake, nostatus, commsend, persist; all by default). Rank 0 prints "p2p_rules: PASS np=N checks=C"; on failure a line
  * "FAIL p2p_rules rank R: ..." and a non-zero exit. */
 #include "common.h"
 
@@ -624,6 +626,101 @@ static void freed_comm_sends(void) {
   }
 }
 
+/* 10. A persistent receive started after a probe took its message (§3.9,
+ * §3.8.1): the shim's probes take a message off the network into its
+ * stash; MPI_Start must find it there. Ways: Start+Wait, Startall+Waitall,
+ * Start+Test, Start+Waitany (beside a receive that completes later),
+ * Start+Request_get_status then Wait, MPI_ANY_TAG after a probe for the
+ * later tag (non-overtaking), and a strided vector type freed after
+ * Recv_init. Each request is started a second time for a message no probe
+ * saw. Small (staged) and large (32 KiB) messages. */
+static void persistent_after_probe(void) {
+  enum { N = 8192, WAYS = 7 };
+  static const int ns[] = {4, N};
+  static int b[2 * N], s[2][N];
+  for (int k = 0; k < 2; k++) {
+    int n = ns[k];
+    for (int way = 0; way < WAYS; way++) {
+      int a = 1100 + 100 * k + 10 * way;
+      int second = way == 5 ? a + 1 : a; /* tag of the second message */
+      if (my_rank == 0) {
+        MPI_Request r[2];
+        for (int j = 0; j < 2; j++) {
+          for (int i = 0; i < n; i++) s[j][i] = (a + j) * 1000 + i;
+          MPI_OK(MPI_Isend(s[j], n, MPI_INT, 1, j ? second : a, MPI_COMM_WORLD, &r[j]));
+        }
+        MPI_OK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+        if (way == 3) { /* the other receive of the Waitany, after its answer */
+          int w = 0;
+          MPI_OK(MPI_Recv(&w, 1, MPI_INT, 1, a + 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+          MPI_OK(MPI_Send(&w, 1, MPI_INT, 1, a + 5, MPI_COMM_WORLD));
+        }
+      } else if (my_rank == 1) {
+        MPI_Request p, two[2];
+        MPI_Status st;
+        MPI_Datatype t = MPI_INT;
+        int count = n, stride = 1, flag = 0;
+        if (way == 6) {
+          MPI_OK(MPI_Type_vector(n, 1, 2, MPI_INT, &t));
+          MPI_OK(MPI_Type_commit(&t));
+          count = 1;
+          stride = 2;
+        }
+        MPI_OK(MPI_Recv_init(b, count, t, 0, way == 5 ? MPI_ANY_TAG : a, MPI_COMM_WORLD, &p));
+        if (way == 6) MPI_OK(MPI_Type_free(&t));
+        for (int round = 0; round < 2; round++) {
+          int want = a + round; /* the values' tag */
+          set_all(b, 2 * N, SENT);
+          st.MPI_SOURCE = st.MPI_TAG = -1;
+          if (round == 0) MPI_OK(MPI_Probe(0, way == 5 ? a + 1 : a, MPI_COMM_WORLD, &st));
+          if (way == 1 && round == 0) {
+            MPI_OK(MPI_Startall(1, &p));
+            MPI_OK(MPI_Waitall(1, &p, &st));
+          } else {
+            MPI_OK(MPI_Start(&p));
+            if (way == 2 && round == 0) {
+              do MPI_OK(MPI_Test(&p, &flag, &st));
+              while (!flag);
+            } else if (way == 3 && round == 0) {
+              int w = 0, idx = -1;
+              two[0] = MPI_REQUEST_NULL;
+              MPI_OK(MPI_Irecv(&w, 1, MPI_INT, 0, a + 5, MPI_COMM_WORLD, &two[0]));
+              two[1] = p;
+              MPI_OK(MPI_Waitany(2, two, &idx, &st));
+              CHECK(idx == 1, "persist way=3 n=%d: Waitany returned %d, expected 1", n, idx);
+              p = two[1];
+              MPI_OK(MPI_Send(&w, 1, MPI_INT, 0, a + 5, MPI_COMM_WORLD));
+            } else if (way == 4 && round == 0) {
+              do MPI_OK(MPI_Request_get_status(p, &flag, &st));
+              while (!flag);
+              /* The status checked below is get_status's: MPICH 5.0 gives
+               * an empty one to the Wait after it (natively too). */
+              MPI_OK(MPI_Wait(&p, MPI_STATUS_IGNORE));
+            } else {
+              MPI_OK(MPI_Wait(&p, &st));
+            }
+          }
+          int tag = round && way != 5 ? a : want, got = -1;
+          CHECK(st.MPI_SOURCE == 0 && st.MPI_TAG == tag,
+                "persist way=%d n=%d round=%d: status source %d tag %d, expected 0 and %d", way,
+                n, round, st.MPI_SOURCE, st.MPI_TAG, tag);
+          MPI_OK(MPI_Get_count(&st, MPI_INT, &got));
+          CHECK(got == n, "persist way=%d n=%d round=%d: Get_count %d", way, n, round, got);
+          int bad = 0;
+          for (int i = 0; i < 2 * N; i++) {
+            int v = i % stride == 0 && i / stride < n ? want * 1000 + i / stride : SENT;
+            bad += b[i] != v;
+          }
+          CHECK(bad == 0, "persist way=%d n=%d round=%d: %d ints wrong (b[0] = %d)", way, n,
+                round, bad, b[0]);
+        }
+        MPI_OK(MPI_Request_free(&p));
+        if (way == 3) MPI_OK(MPI_Wait(&two[0], MPI_STATUS_IGNORE)); /* after rank 0's Waitall */
+      }
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   init_common("p2p_rules", &argc, &argv);
   int np;
@@ -646,6 +743,7 @@ int main(int argc, char **argv) {
   SECTION("overtake", overtaking);
   SECTION("nostatus", status_when_incomplete);
   SECTION("commsend", freed_comm_sends);
+  SECTION("persist", persistent_after_probe);
   MPI_Barrier(MPI_COMM_WORLD);
   if (my_rank == 0) printf("p2p_rules: PASS np=%d checks=%ld\n", np, n_checks);
   MPI_Finalize();

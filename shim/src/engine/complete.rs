@@ -67,7 +67,16 @@ impl Engine {
                     let h = wire.header();
                     self.ready_at(gate, h.d, h.src, h.l, payload)
                 }
-                Pending::PRecv { hdr } => {
+                Pending::PRecv {
+                    served: Some(s), ..
+                } => self.ready_at(
+                    gate,
+                    s.msg.d,
+                    s.msg.src,
+                    s.msg.l,
+                    s.msg.payload.len() as u64,
+                ),
+                Pending::PRecv { hdr, .. } => {
                     let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
                     self.ready_at(gate, hdr.d, hdr.src, hdr.l, payload)
                 }
@@ -95,7 +104,10 @@ impl Engine {
             match e.data_mut() {
                 Some(Pending::Coll { k }) => jobs::finish(*k, st),
                 Some(Pending::Recv(wire)) => self.finish_recv(wire, st, block, rc),
-                Some(Pending::PRecv { hdr }) => {
+                Some(Pending::PRecv {
+                    served: Some(s), ..
+                }) => self.deliver_stashed(&s.msg, s.n, s.truncated, st, block),
+                Some(Pending::PRecv { hdr, .. }) => {
                     let mut w = Wire::Struct {
                         hdr: Box::new(**hdr),
                     };
@@ -113,7 +125,14 @@ impl Engine {
     /// entries stay (now inactive) and a working copy of what completion
     /// needs is returned (`lifecycle::Table::take`).
     pub(super) fn take(&self, r: Request) -> Option<Taken> {
-        self.lock().reqs.take(key(r), |p| match p {
+        let mut st = self.lock();
+        // A persistent receive served from the stash: its message moves to
+        // the working copy (the live entry turns inactive).
+        let mut served = match st.reqs.get_mut(key(r)) {
+            Some(Pending::PRecv { served, .. }) => served.take(),
+            _ => None,
+        };
+        st.reqs.take(key(r), |p| match p {
             Pending::PSend {
                 hdr,
                 bytes,
@@ -127,8 +146,10 @@ impl Engine {
                 tag: *tag,
                 comm: *comm,
             },
-            Pending::PRecv { hdr } => Pending::PRecv {
+            Pending::PRecv { hdr, recv, .. } => Pending::PRecv {
                 hdr: Box::new(**hdr),
+                recv: Box::new(PRecvArgs { ..**recv }),
+                served: served.take(),
             },
             // A buffered persistent send's completion needs nothing of it
             // (and no other kind is copied).
@@ -205,8 +226,8 @@ impl Engine {
     /// A persistent receive's working copy (`take`) gets the header MPI
     /// wrote into the live entry.
     fn refresh_header(&self, r: Request, e: &mut Taken) {
-        if let Some(Pending::PRecv { hdr }) = e.data_mut() {
-            if let Some(Pending::PRecv { hdr: live }) = self.lock().reqs.get(key(r)) {
+        if let Some(Pending::PRecv { hdr, .. }) = e.data_mut() {
+            if let Some(Pending::PRecv { hdr: live, .. }) = self.lock().reqs.get(key(r)) {
                 **hdr = **live;
             }
         }
@@ -330,6 +351,15 @@ impl Engine {
                     let rc = PMPI_Request_get_status(r, flag, &mut st);
                     recall_status(r, &mut st, false);
                     let mut s = self.lock();
+                    if let Some(Pending::PRecv {
+                        served: Some(m), ..
+                    }) = s.reqs.get(key(r))
+                    {
+                        // Served from the stash: MPI's status is empty.
+                        st.set_source(m.msg.env.source);
+                        st.set_tag(m.msg.env.tag);
+                        set_status_bytes(&mut st, self.c.byte, m.n as u64);
+                    }
                     if let Some(Pending::Recv(wire)) = s.reqs.get_mut(key(r)) {
                         let mut w = std::mem::replace(
                             wire,

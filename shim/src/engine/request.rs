@@ -44,14 +44,41 @@ pub(super) enum Pending {
         tag: c_int,
         comm: Comm,
     },
+    /// Persistent receive. MPI writes each message's header into `hdr`.
+    /// The receive itself is kept too (`dt` the shim's duplicate of the
+    /// application's datatype, which it may free before the request), for
+    /// a Start that finds its message already in the stash (a probe took
+    /// it): then the request is not started in MPI, the message is placed
+    /// at once and waits in `served` for completion, where MPI reports the
+    /// inactive request complete with an empty status.
     PRecv {
         hdr: Box<Header>,
+        recv: Box<PRecvArgs>,
+        served: Option<Served>,
     },
     /// A nonblocking collective (`coll::nb`, job `k`); the MPI request is
     /// a PROC_NULL receive.
     Coll {
         k: usize,
     },
+}
+
+/// The receive of a persistent receive request (`Pending::PRecv`).
+pub(super) struct PRecvArgs {
+    pub(super) buf: *mut c_void,
+    pub(super) count: c_int,
+    pub(super) dt: Datatype,
+    pub(super) src: c_int,
+    pub(super) tag: c_int,
+    pub(super) comm: Comm,
+}
+
+/// A stashed message placed in a receive's buffer (`n` bytes, `truncated`
+/// when it did not fit), waiting for the receive's completion.
+pub(super) struct Served {
+    pub(super) msg: Box<Stashed>,
+    pub(super) n: usize,
+    pub(super) truncated: bool,
 }
 
 // SAFETY: raw pointers in Pending point to user buffers that MPI itself
@@ -121,6 +148,18 @@ impl Engine {
                     // Its buffered sends are already on their own: only the
                     // duplicate datatype is ours to free.
                     PMPI_Type_free(&mut dt);
+                    return PMPI_Request_free(req);
+                }
+                Some(Pending::PRecv {
+                    hdr,
+                    mut recv,
+                    served,
+                }) => {
+                    PMPI_Type_free(&mut recv.dt);
+                    if !idle && served.is_none() {
+                        // Started in MPI: it may still write the header.
+                        std::mem::forget(hdr);
+                    }
                     return PMPI_Request_free(req);
                 }
                 Some(Pending::Recv(wire @ Wire::Staged { .. })) => {

@@ -426,11 +426,33 @@ impl Engine {
             };
             let rc = PMPI_Recv_init(abi::BOTTOM as *mut c_void, 1, t, src, tag, comm, req);
             PMPI_Type_free(&mut t);
-            if ok(rc) {
-                self.lock()
-                    .reqs
-                    .track(key(*req), Kind::PRecv, Pending::PRecv { hdr: h });
+            if !ok(rc) {
+                return rc;
             }
+            // For a Start served from the stash (`start`).
+            let mut own = dt;
+            let rc = PMPI_Type_dup(dt, &mut own);
+            if !ok(rc) {
+                PMPI_Request_free(req);
+                return rc;
+            }
+            let recv = Box::new(PRecvArgs {
+                buf,
+                count,
+                dt: own,
+                src,
+                tag,
+                comm,
+            });
+            self.lock().reqs.track(
+                key(*req),
+                Kind::PRecv,
+                Pending::PRecv {
+                    hdr: h,
+                    recv,
+                    served: None,
+                },
+            );
             rc
         }
     }
@@ -442,6 +464,7 @@ impl Engine {
             enum Started {
                 Send(*mut Header, u64, c_int, c_int, Comm),
                 Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
+                Recv(*const PRecvArgs),
                 Other,
             }
             let started = {
@@ -468,6 +491,11 @@ impl Engine {
                             comm,
                         },
                     )) => Started::Bsend(*buf, *count, *dt, *dest, *tag, *comm),
+                    Some((_, Pending::PRecv { recv, .. }))
+                        if self.stash_len.load(Ordering::Relaxed) > 0 =>
+                    {
+                        Started::Recv(&**recv)
+                    }
                     _ => Started::Other,
                 }
             };
@@ -487,8 +515,50 @@ impl Engine {
                     }
                     PMPI_Start(req)
                 }
+                Started::Recv(a) => {
+                    // The boxed arguments stay put while the request lives.
+                    let a = &*a;
+                    match self.serve_from_stash(a) {
+                        Ok(None) => PMPI_Start(req),
+                        Ok(Some(served)) => {
+                            // Not started in MPI: the message is here. MPI
+                            // completes the inactive request at once; the
+                            // table (active) completes it in the emulated
+                            // machine, from `served`.
+                            if let Some(Pending::PRecv { served: s, .. }) =
+                                self.lock().reqs.get_mut(key(*req))
+                            {
+                                *s = Some(served);
+                            }
+                            abi::SUCCESS
+                        }
+                        Err(rc) => {
+                            self.take(*req);
+                            rc
+                        }
+                    }
+                }
                 Started::Other => PMPI_Start(req),
             }
+        }
+    }
+
+    /// A persistent receive's Start: the message it would get, when a
+    /// probe already took it off the network into the stash, placed in
+    /// its buffer now (as `recv` does for a receive that finds it there).
+    unsafe fn serve_from_stash(&self, a: &PRecvArgs) -> Result<Option<Served>, c_int> {
+        unsafe {
+            let p = pattern(a.comm, a.src, a.tag);
+            let check = self.lock().stash.source_to_check(&p);
+            if let Some(source) = check {
+                self.settle(source, a.comm)?;
+            }
+            let Some(msg) = self.lock().stash.take_for_recv(&p) else {
+                return Ok(None);
+            };
+            self.stash_len.fetch_sub(1, Ordering::Relaxed);
+            let (n, truncated) = self.place_stashed(&msg, a.buf, a.count, a.dt)?;
+            Ok(Some(Served { msg, n, truncated }))
         }
     }
 }
