@@ -166,8 +166,7 @@ pub fn markdown(cal: &Calibration) -> String {
     for (run, dist) in &b.repeated {
         let _ = writeln!(
             s,
-            "Baseline run {run}: an attempt was disturbed by other processes (median/p10 of PRTT = {dist:.1} > {}) and was repeated; its raw output is kept in raw/.\n",
-            super::DISTURBED
+            "Baseline run {run}: an attempt was disturbed by other processes ({dist}) and was repeated; its raw output is kept in raw/.\n"
         );
     }
     if let Some(r) = b.runs.first() {
@@ -221,7 +220,7 @@ pub fn markdown(cal: &Calibration) -> String {
             row.push(format!(
                 "{}{}",
                 1 + r.disturbed.len(),
-                if r.disturbance > super::DISTURBED {
+                if r.disturbance.disturbed() {
                     " (disturbed)"
                 } else {
                     ""
@@ -636,8 +635,8 @@ struct JsonRow<'a> {
     below_native: bool,
     drift: Pairs<&'a str, f64>,
     seconds: f64,
-    repeated_disturbance: &'a [f64],
-    disturbance: f64,
+    repeated_disturbance: &'a [super::Disturbance],
+    disturbance: super::Disturbance,
     params: JsonParams<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     distribution: Option<JsonSpread<'a>>,
