@@ -604,7 +604,8 @@ impl Disturbance {
 
 impl std::fmt::Display for Disturbance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.median_p10 > DISTURBED || !(self.model_excess > MODEL_OFF) {
+        let by_model = self.model_excess > MODEL_OFF;
+        if self.median_p10 > DISTURBED || !by_model {
             write!(
                 f,
                 "median/p10 of PRTT = {:.1} > {DISTURBED}",
