@@ -10,6 +10,10 @@
  *                Isends (rank 0) against 64 posted Irecvs (rank 1), Waitall,
  *                a 1-byte acknowledgement; messages per second (median of
  *                300 windows), reported in millions
+ *   bw_16k       streaming bandwidth at 16 KiB, osu_bw style: a window of 64
+ *                Isends of 16 KiB (the shim's staging threshold,
+ *                LOGGP_INLINE_MAX: the largest staged message), Waitall,
+ *                acknowledgement; GB/s (median of 100)
  *   bw_1m        streaming bandwidth, osu_bw style: a window of 16 Isends of
  *                1 MiB, Waitall, acknowledgement; GB/s (median of 40)
  *   send_ns      time per MPI_Send of 8 B in a burst of 2000 that the
@@ -166,6 +170,29 @@ int main(int argc, char **argv) {
   }
   double rate8 = pct(tw, NW, 0.5);
 
+  /* Streaming bandwidth at 16 KiB: windows of 64 (osu_bw's window). */
+  const int W16 = 64, N16 = 100, S16 = 16384;
+  char *b16 = calloc((size_t)W16, (size_t)S16);
+  MPI_Request *r16 = malloc(sizeof(MPI_Request) * W16);
+  double *t16 = malloc(sizeof(double) * N16);
+  for (int i = -5; i < N16; i++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_us();
+    for (int j = 0; j < W16; j++) {
+      char *p = b16 + (size_t)j * S16;
+      if (rank == 0) MPI_Isend(p, S16, MPI_BYTE, 1, 13, MPI_COMM_WORLD, &r16[j]);
+      else MPI_Irecv(p, S16, MPI_BYTE, 0, 13, MPI_COMM_WORLD, &r16[j]);
+    }
+    MPI_Waitall(W16, r16, MPI_STATUSES_IGNORE);
+    if (rank == 0) MPI_Recv(&ack, 1, MPI_BYTE, 1, 14, MPI_COMM_WORLD, &st);
+    else MPI_Send(&ack, 1, MPI_BYTE, 0, 14, MPI_COMM_WORLD);
+    if (i >= 0) t16[i] = (double)W16 * S16 / (now_us() - t0) / 1e3; /* GB/s */
+  }
+  double bw16k = pct(t16, N16, 0.5);
+  free(b16);
+  free(r16);
+  free(t16);
+
   /* Streaming bandwidth: windows of 16 messages of 1 MiB (osu_bw). */
   const int WB = 16, NB = 40;
   char *sbuf = calloc((size_t)WB, (size_t)big_n);
@@ -220,8 +247,8 @@ int main(int argc, char **argv) {
   double call_ns = pct(batches, 9, 0.5);
   if (rank == 0)
     printf("half_rtt_8=%.4f half_rtt_8_p10=%.4f half_rtt_8_p90=%.4f o_s=%.4f o_r=%.4f gap=%.4f half_rtt_1m=%.3f "
-           "rate_8=%.4f bw_1m=%.3f send_ns=%.1f recv_ns=%.1f call_ns=%.2f\n",
-           hr8, hr8_10, hr8_90, os, orr, gap, hr1m, rate8, bw1m, best_s, best_r, call_ns);
+           "rate_8=%.4f bw_16k=%.3f bw_1m=%.3f send_ns=%.1f recv_ns=%.1f call_ns=%.2f\n",
+           hr8, hr8_10, hr8_90, os, orr, gap, hr1m, rate8, bw16k, bw1m, best_s, best_r, call_ns);
   free(big);
   free(t);
   free(tw);

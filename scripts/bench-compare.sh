@@ -9,7 +9,7 @@
 # target/release, or a copy). Prints per MPI and build the median
 # [min..max] over rounds of bench/shim_bench.c's 8 B half round trip (us),
 # message rate (M msg/s), time per MPI_Send and per MPI_Recv of an arrived
-# message (ns) and 1 MiB bandwidth (GB/s). One MPI job at a time
+# message (ns) and 16 KiB and 1 MiB bandwidth (GB/s). One MPI job at a time
 # (flock /tmp/loggp-mpi.lock). Example, before and after a change:
 #   git worktree add /tmp/base HEAD~1 && (cd /tmp/base && bash scripts/build-shims.sh)
 #   scripts/bench-compare.sh before=/tmp/base/target/release after=target/release
@@ -45,5 +45,5 @@ for (mpi, label), ds in rows.items():
         xs = [d[k] for d in ds]
         return f"{st.median(xs):.3f} [{min(xs):.3f}..{max(xs):.3f}]"
     print(f"{mpi:8} {label:10} half_rtt_8 {f('half_rtt_8')}  rate_8 {f('rate_8')}  "
-          f"send_ns {f('send_ns')}  recv_ns {f('recv_ns')}  bw_1m {f('bw_1m')}")
+          f"send_ns {f('send_ns')}  recv_ns {f('recv_ns')}  bw_16k {f('bw_16k')}  bw_1m {f('bw_1m')}")
 PY

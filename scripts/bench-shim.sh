@@ -78,7 +78,7 @@ for k, unit in [("half_rtt_8", "us"), ("o_s", "us"), ("o_r", "us"), ("gap", "us"
 print(f"{'call (ns)':<22}{n['call_ns']:>12.2f}{z['call_ns']:>12.2f}{v['call_ns']:>13.2f}{z['call_ns']-n['call_ns']:>11.2f}ns{v['call_ns']-n['call_ns']:>10.2f}ns")
 print(f"{'1 MiB time, VT/native':<22}{v['half_rtt_1m']/n['half_rtt_1m']*100-100:>+11.2f}%   (8 B half RTT p10..p90 native {n['half_rtt_8_p10']:.3f}..{n['half_rtt_8_p90']:.3f} us)")
 print(f"{'8 B half RTT, 3 rounds':<22} native {spread('native','half_rtt_8')}  zero {spread('zero','half_rtt_8')}  VT {spread('vt','half_rtt_8')} us (min..max)")
-for k, unit in [("rate_8", "M msg/s"), ("bw_1m", "GB/s")]:
+for k, unit in [("rate_8", "M msg/s"), ("bw_16k", "GB/s"), ("bw_1m", "GB/s")]:
     print(f"{k+' ('+unit+')':<22}{n[k]:>12.3f}{z[k]:>12.3f}{v[k]:>13.3f}   VT/native {v[k]/n[k]:.3f}  (VT rounds {spread('vt',k)})")
 s = rows["side"]
 print(f"\nDecomposition of one 8-byte message under virtual time at zero knobs ({mpi}):")
