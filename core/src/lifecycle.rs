@@ -335,10 +335,11 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
 
     /// Takes `k` for completion. A one-shot request leaves the table (see
     /// `untrack`); an active persistent one stays, now inactive, and a
-    /// working copy of it comes back (`copy` of its payload); an inactive
-    /// one completes at once with an empty status, nothing of the table's
-    /// to do (`None`), as does an untracked one.
-    pub fn take(&mut self, k: K, copy: impl FnOnce(&P) -> P) -> Option<Entry<P>> {
+    /// working copy of it comes back (`copy` of its payload, which may
+    /// move what belongs to this completion alone out of the live one); an
+    /// inactive one completes at once with an empty status, nothing of the
+    /// table's to do (`None`), as does an untracked one.
+    pub fn take(&mut self, k: K, copy: impl FnOnce(&mut P) -> P) -> Option<Entry<P>> {
         let e = self.live.get_mut(&k)?;
         if !e.kind.persistent() {
             return self.untrack(k);
@@ -351,7 +352,7 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
             kind: e.kind,
             active: false,
             complete_at: e.complete_at,
-            data: e.data.as_ref().map(copy),
+            data: e.data.as_mut().map(copy),
         })
     }
 }

@@ -125,14 +125,7 @@ impl Engine {
     /// entries stay (now inactive) and a working copy of what completion
     /// needs is returned (`lifecycle::Table::take`).
     pub(super) fn take(&self, r: Request) -> Option<Taken> {
-        let mut st = self.lock();
-        // A persistent receive served from the stash: its message moves to
-        // the working copy (the live entry turns inactive).
-        let mut served = match st.reqs.get_mut(key(r)) {
-            Some(Pending::PRecv { served, .. }) => served.take(),
-            _ => None,
-        };
-        st.reqs.take(key(r), |p| match p {
+        self.lock().reqs.take(key(r), |p| match p {
             Pending::PSend {
                 hdr,
                 bytes,
@@ -146,7 +139,9 @@ impl Engine {
                 tag: *tag,
                 comm: *comm,
             },
-            Pending::PRecv { hdr, recv, .. } => Pending::PRecv {
+            // Served from the stash: its message moves to the working copy
+            // (the live entry turns inactive).
+            Pending::PRecv { hdr, recv, served } => Pending::PRecv {
                 hdr: Box::new(**hdr),
                 recv: Box::new(PRecvArgs { ..**recv }),
                 served: served.take(),
