@@ -1,14 +1,16 @@
 /* big.c: a message above 2 GiB (MPI-4.0 §3.2.5, §5.1.11): rank 0 sends
  * 270 000 000 long long (2.16 GB) to rank 1 with MPI_Send, then with
  * MPI_Isend, then with MPI_Send again, which rank 1 first probes (MPI_Probe:
- * the shim takes such a message off the network) and then receives.
+ * the shim takes such a message off the network) and then receives; then
+ * both ranks exchange such a message with MPI_Sendrecv_replace.
  * Expects: the data arrives whole (every 4096th element and the last
- * checked); MPI_Get_count in long long says 270 000 000, in bytes
- * MPI_UNDEFINED (the count does not fit an int); MPI_Get_elements_x in
- * bytes says 2 160 000 000; the same counts from the probe's status. Other ranks only join the barrier.
+ * checked; after MPI_Sendrecv_replace every element); MPI_Get_count in long
+ * long says 270 000 000, in bytes MPI_UNDEFINED (the count does not fit an
+ * int); MPI_Get_elements_x in bytes says 2 160 000 000; the same counts
+ * from the probe's status. Other ranks only join the barrier.
  * Rank 0 prints "big: PASS np=N checks=C"; on failure a line
  * "FAIL big rank R: ..." and a non-zero exit. Needs about 2.2 GB of memory
- * per taking part rank. */
+ * per taking part rank (twice that during MPI_Sendrecv_replace). */
 #include "common.h"
 
 #define N 270000000L
@@ -60,6 +62,25 @@ int main(int argc, char **argv) {
         CHECK(b[N - 1] == (N - 1) * 3 + round, "round %d: last element %lld", round, b[N - 1]);
       }
     }
+    /* Round 3: both ways at once, MPI_Sendrecv_replace of the whole
+     * buffer (the shim once failed it: MPI_Pack_size says an int). Each
+     * rank's data differ (3 + its rank); every element is checked. */
+    const int other = 1 - my_rank;
+    for (long i = 0; i < N; i++) b[i] = i * 3 + 3 + my_rank;
+    MPI_Status st;
+    MPI_OK(MPI_Sendrecv_replace(b, (int)N, MPI_LONG_LONG, other, 10, other, 10, MPI_COMM_WORLD,
+                                &st));
+    int c = -1;
+    MPI_Count e = -1;
+    MPI_OK(MPI_Get_count(&st, MPI_LONG_LONG, &c));
+    MPI_OK(MPI_Get_elements_x(&st, MPI_BYTE, &e));
+    CHECK(st.MPI_SOURCE == other && st.MPI_TAG == 10 && c == (int)N && e == (MPI_Count)N * 8,
+          "round 3: source %d, tag %d, MPI_Get_count(MPI_LONG_LONG) %d, "
+          "MPI_Get_elements_x(MPI_BYTE) %lld",
+          st.MPI_SOURCE, st.MPI_TAG, c, (long long)e);
+    long bad = 0;
+    for (long i = 0; i < N; i++) bad += b[i] != i * 3 + 3 + other;
+    CHECK(bad == 0, "round 3: %ld of %ld elements wrong after MPI_Sendrecv_replace", bad, N);
     free(b);
   }
   MPI_Barrier(MPI_COMM_WORLD);

@@ -136,7 +136,7 @@ impl Engine {
     }
 
     /// A packed copy of `count × dt` at `buf`, for the *_replace forms,
-    /// whose receive overwrites the data they send.
+    /// whose receive overwrites the data they send; sent as `packed_bytes`.
     pub(super) unsafe fn packed_copy(
         &self,
         buf: *const c_void,
@@ -145,6 +145,33 @@ impl Engine {
         comm: Comm,
     ) -> Result<Vec<u8>, c_int> {
         unsafe {
+            let size = type_size(dt).saturating_mul(u64::try_from(count).unwrap_or(0));
+            if c_int::try_from(size).is_err() {
+                // Above 2^31-1 bytes (a large-count call, `mpi4`), which
+                // MPI_Pack_size cannot say: MPI packs it by a message to
+                // ourselves on a private duplicate of MPI_COMM_SELF, received
+                // as MPI_PACKED (MPI-4.0 §5.2.1; `place_stashed` the other
+                // way round).
+                let n = usize::try_from(size).unwrap_or(usize::MAX);
+                let mut tmp = vec![0u8; n];
+                let (k, t) = self.packed_bytes(n)?;
+                let rc = PMPI_Sendrecv(
+                    buf,
+                    count,
+                    dt,
+                    0,
+                    0,
+                    tmp.as_mut_ptr().cast(),
+                    k,
+                    t,
+                    0,
+                    0,
+                    self.self_comm.0,
+                    status_ignore(),
+                );
+                self.free_packed_bytes(t);
+                return if ok(rc) { Ok(tmp) } else { Err(rc) };
+            }
             let mut psize: c_int = 0;
             let rc = PMPI_Pack_size(count, dt, comm, &mut psize);
             if !ok(rc) {
@@ -180,10 +207,14 @@ impl Engine {
                 Ok(v) => v,
                 Err(rc) => return rc,
             };
-            self.sendrecv(
+            let (k, t) = match self.packed_bytes(tmp.len()) {
+                Ok(kt) => kt,
+                Err(rc) => return rc,
+            };
+            let rc = self.sendrecv(
                 tmp.as_ptr().cast(),
-                as_int(tmp.len()),
-                self.c.packed,
+                k,
+                t,
                 dest,
                 stag,
                 buf,
@@ -193,7 +224,9 @@ impl Engine {
                 rtag,
                 comm,
                 status,
-            )
+            );
+            self.free_packed_bytes(t);
+            rc
         }
     }
 
@@ -216,10 +249,16 @@ impl Engine {
                 Ok(v) => v,
                 Err(rc) => return rc,
             };
-            self.isendrecv(
+            let (k, t) = match self.packed_bytes(tmp.len()) {
+                Ok(kt) => kt,
+                Err(rc) => return rc,
+            };
+            // The send pending on `t` completes normally once it is freed
+            // (MPI-4.0 §5.1.9).
+            let rc = self.isendrecv(
                 tmp.as_ptr().cast(),
-                as_int(tmp.len()),
-                self.c.packed,
+                k,
+                t,
                 dest,
                 stag,
                 buf,
@@ -230,7 +269,9 @@ impl Engine {
                 comm,
                 tmp,
                 req,
-            )
+            );
+            self.free_packed_bytes(t);
+            rc
         }
     }
 }

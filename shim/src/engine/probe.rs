@@ -171,9 +171,12 @@ impl Engine {
     }
 
     /// `n` bytes as an `int` count and a datatype: `n` × MPI_PACKED, or
-    /// above 2^31-1 bytes (a message above 2 GiB) one element of a struct
-    /// of 2^30-byte blocks, for `free_packed_bytes`.
-    unsafe fn packed_bytes(&self, n: usize) -> Result<(c_int, Datatype), c_int> {
+    /// above 2^31-1 bytes (a message above 2 GiB) one element of an
+    /// hindexed type of 2^30-byte blocks, for `free_packed_bytes`. Not a
+    /// struct: Open MPI 4.1's MPI_Type_size_x says MPI_UNDEFINED for a
+    /// struct above 2^31-1 bytes (an hindexed one it counts), and the
+    /// engine sizes what it sends by it (`packed_copy`'s large case).
+    pub(super) unsafe fn packed_bytes(&self, n: usize) -> Result<(c_int, Datatype), c_int> {
         unsafe {
             if let Ok(k) = c_int::try_from(n) {
                 return Ok((k, self.c.packed));
@@ -188,13 +191,12 @@ impl Engine {
                 disps.push(abi::Aint::try_from(at).unwrap_or(abi::Aint::MAX));
                 at += k;
             }
-            let types = vec![self.c.packed; lens.len()];
             let mut t = self.c.packed;
-            let rc = PMPI_Type_create_struct(
+            let rc = PMPI_Type_create_hindexed(
                 as_int(lens.len()),
                 lens.as_ptr(),
                 disps.as_ptr(),
-                types.as_ptr(),
+                self.c.packed,
                 &mut t,
             );
             if !ok(rc) {
@@ -209,7 +211,7 @@ impl Engine {
         }
     }
 
-    unsafe fn free_packed_bytes(&self, mut t: Datatype) {
+    pub(super) unsafe fn free_packed_bytes(&self, mut t: Datatype) {
         unsafe {
             if t != self.c.packed {
                 PMPI_Type_free(&mut t);
