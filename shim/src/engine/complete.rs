@@ -60,7 +60,7 @@ impl Engine {
         unsafe {
             match p {
                 Pending::FromStash { msg, .. } => {
-                    self.ready_at(gate, msg.d, msg.src, msg.l, msg.payload.len() as u64)
+                    self.ready_at(gate, msg.d, msg.src, msg.l, msg.payload().len() as u64)
                 }
                 Pending::Recv(wire) => {
                     let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
@@ -74,7 +74,7 @@ impl Engine {
                     s.msg.d,
                     s.msg.src,
                     s.msg.l,
-                    s.msg.payload.len() as u64,
+                    s.msg.payload().len() as u64,
                 ),
                 Pending::PRecv { hdr, .. } => {
                     let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;

@@ -20,7 +20,17 @@ pub struct Stashed {
     pub(super) arrival: u64,
     /// The sender's sequence number, from the header.
     pub(super) seq: u32,
-    pub(super) payload: Vec<u8>,
+    /// The message as it came: the header, then the payload (`payload`).
+    /// Not shifted down over the header: that would move every byte of
+    /// the message once more (2 GiB for the largest).
+    wire: Vec<u8>,
+}
+
+impl Stashed {
+    /// The application's bytes.
+    pub(super) fn payload(&self) -> &[u8] {
+        &self.wire[HDR..]
+    }
 }
 
 impl loggp_core::stash::Stashed for Box<Stashed> {
@@ -69,18 +79,18 @@ impl Engine {
             let size = type_size(dt);
             let cap =
                 usize::try_from(size * u64::try_from(count).unwrap_or(0)).unwrap_or(usize::MAX);
-            let n = m.payload.len().min(cap);
-            let truncated = m.payload.len() > cap;
+            let n = m.payload().len().min(cap);
+            let truncated = m.payload().len() > cap;
             if n == 0 {
                 return Ok((0, truncated));
             }
             if contiguous_bytes(dt, count, size).is_some() {
-                std::ptr::copy_nonoverlapping(m.payload.as_ptr(), buf.cast::<u8>(), n);
+                std::ptr::copy_nonoverlapping(m.payload().as_ptr(), buf.cast::<u8>(), n);
                 return Ok((n, truncated));
             }
             let (k, t) = self.packed_bytes(n)?;
             let rc = PMPI_Sendrecv(
-                m.payload.as_ptr().cast(),
+                m.payload().as_ptr().cast(),
                 k,
                 t,
                 0,
@@ -156,7 +166,7 @@ impl Engine {
         block: bool,
     ) -> c_int {
         unsafe {
-            self.gate(m.d, m.lag, m.src, m.l, m.payload.len() as u64, block);
+            self.gate(m.d, m.lag, m.src, m.l, m.payload().len() as u64, block);
             st.set_source(m.env.source);
             st.set_tag(m.env.tag);
             set_status_bytes(st, self.c.byte, n as u64);
@@ -261,7 +271,12 @@ impl Engine {
                 return Ok(None);
             }
             let bytes = status_bytes(&st, self.c.byte);
-            let mut v = vec![0u8; bytes];
+            let mut v: Vec<u8> = Vec::with_capacity(bytes);
+            // SAFETY: capacity reserved; Mrecv receives the very message the
+            // probe matched and measured, so MPI writes all `bytes` bytes
+            // before any is read.
+            #[allow(clippy::uninit_vec)]
+            v.set_len(bytes);
             let mut st2 = Status::zeroed();
             let (k, t) = self.packed_bytes(bytes)?;
             let rc = PMPI_Mrecv(v.as_mut_ptr().cast(), k, t, &mut msg, &mut st2);
@@ -273,16 +288,16 @@ impl Engine {
                 self.escaped(&st);
             }
             let h = Header::read_from(v.as_ptr());
-            v.drain(..HDR);
+            let payload = (v.len() - HDR) as u64;
             self.counters.probed.fetch_add(1, Ordering::Relaxed);
             let mut s = self.lock();
             if self.hosts {
-                s.gate.observe(now(), h.d, h.lag, v.len() as u64);
+                s.gate.observe(now(), h.d, h.lag, payload);
             }
             let k = self.recv_knobs(h.src, h.l);
             let arrival = s
                 .gate
-                .arrival_for(h.src, h.d, v.len() as u64, Seen::Unknown, k.as_ref());
+                .arrival_for(h.src, h.d, payload, Seen::Unknown, k.as_ref());
             s.stash.push(Box::new(Stashed {
                 env: Envelope {
                     comm: key(comm),
@@ -296,7 +311,7 @@ impl Engine {
                 l: h.l,
                 arrival,
                 seq: h.seq,
-                payload: v,
+                wire: v,
             }));
             self.stash_len.fetch_add(1, Ordering::Relaxed);
             Ok(Some(st.source()))
@@ -334,7 +349,7 @@ impl Engine {
                             st.set_source(m.env.source);
                             st.set_tag(m.env.tag);
                             st.set_error(abi::SUCCESS);
-                            set_status_bytes(&mut st, self.c.byte, m.payload.len() as u64);
+                            set_status_bytes(&mut st, self.c.byte, m.payload().len() as u64);
                             let taken = if take {
                                 self.stash_len.fetch_sub(1, Ordering::Relaxed);
                                 Some(s.stash.remove(i))
