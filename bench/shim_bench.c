@@ -50,6 +50,33 @@ static void spin_us(double us) {
   }
 }
 
+/* Streaming bandwidth, osu_bw style: `reps` windows (after a few to warm
+ * up) of `w` Isends of `size` bytes against as many Irecvs, Waitall, a
+ * 1-byte acknowledgement; the median in GB/s. Tags `tag` and `tag` + 1. */
+static double stream(int rank, int size, int w, int reps, int tag) {
+  char *buf = calloc((size_t)w, (size_t)size), ack = 0;
+  MPI_Request *r = malloc(sizeof(MPI_Request) * (size_t)w);
+  double *t = malloc(sizeof(double) * (size_t)reps);
+  for (int i = -3; i < reps; i++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_us();
+    for (int j = 0; j < w; j++) {
+      char *p = buf + (size_t)j * (size_t)size;
+      if (rank == 0) MPI_Isend(p, size, MPI_BYTE, 1, tag, MPI_COMM_WORLD, &r[j]);
+      else MPI_Irecv(p, size, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &r[j]);
+    }
+    MPI_Waitall(w, r, MPI_STATUSES_IGNORE);
+    if (rank == 0) MPI_Recv(&ack, 1, MPI_BYTE, 1, tag + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    else MPI_Send(&ack, 1, MPI_BYTE, 0, tag + 1, MPI_COMM_WORLD);
+    if (i >= 0) t[i] = (double)w * size / (now_us() - t0) / 1e3; /* GB/s */
+  }
+  double bw = pct(t, reps, 0.5);
+  free(buf);
+  free(r);
+  free(t);
+  return bw;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
@@ -61,7 +88,6 @@ int main(int argc, char **argv) {
   }
   double wait_us = argc > 1 ? atof(argv[1]) : 300.0;
   const int N8 = 4000, NOS = 2000, NOR = 300, NBURST = 100, NG = 200, N1M = 60;
-  int peer = 1 - rank;
   char small[8] = {0}, ack = 0;
   int big_n = 1 << 20;
   char *big = calloc(big_n, 1);
@@ -170,47 +196,10 @@ int main(int argc, char **argv) {
   }
   double rate8 = pct(tw, NW, 0.5);
 
-  /* Streaming bandwidth at 16 KiB: windows of 64 (osu_bw's window). */
-  const int W16 = 64, N16 = 100, S16 = 16384;
-  char *b16 = calloc((size_t)W16, (size_t)S16);
-  MPI_Request *r16 = malloc(sizeof(MPI_Request) * W16);
-  double *t16 = malloc(sizeof(double) * N16);
-  for (int i = -5; i < N16; i++) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now_us();
-    for (int j = 0; j < W16; j++) {
-      char *p = b16 + (size_t)j * S16;
-      if (rank == 0) MPI_Isend(p, S16, MPI_BYTE, 1, 13, MPI_COMM_WORLD, &r16[j]);
-      else MPI_Irecv(p, S16, MPI_BYTE, 0, 13, MPI_COMM_WORLD, &r16[j]);
-    }
-    MPI_Waitall(W16, r16, MPI_STATUSES_IGNORE);
-    if (rank == 0) MPI_Recv(&ack, 1, MPI_BYTE, 1, 14, MPI_COMM_WORLD, &st);
-    else MPI_Send(&ack, 1, MPI_BYTE, 0, 14, MPI_COMM_WORLD);
-    if (i >= 0) t16[i] = (double)W16 * S16 / (now_us() - t0) / 1e3; /* GB/s */
-  }
-  double bw16k = pct(t16, N16, 0.5);
-  free(b16);
-  free(r16);
-  free(t16);
-
-  /* Streaming bandwidth: windows of 16 messages of 1 MiB (osu_bw). */
-  const int WB = 16, NB = 40;
-  char *sbuf = calloc((size_t)WB, (size_t)big_n);
-  for (int i = -3; i < NB; i++) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now_us();
-    for (int j = 0; j < WB; j++) {
-      char *p = sbuf + (size_t)j * big_n;
-      if (rank == 0) MPI_Isend(p, big_n, MPI_BYTE, 1, 9, MPI_COMM_WORLD, &wreq[j]);
-      else MPI_Irecv(p, big_n, MPI_BYTE, 0, 9, MPI_COMM_WORLD, &wreq[j]);
-    }
-    MPI_Waitall(WB, wreq, MPI_STATUSES_IGNORE);
-    if (rank == 0) MPI_Recv(&ack, 1, MPI_BYTE, 1, 10, MPI_COMM_WORLD, &st);
-    else MPI_Send(&ack, 1, MPI_BYTE, 0, 10, MPI_COMM_WORLD);
-    if (i >= 0) tw[i] = (double)WB * big_n / (now_us() - t0) / 1e3; /* GB/s */
-  }
-  double bw1m = pct(tw, NB, 0.5);
-  free(sbuf);
+  /* Streaming bandwidth (osu_bw): windows of 64 messages of 16 KiB, and
+   * of 16 of 1 MiB. */
+  double bw16k = stream(rank, 16384, 64, 100, 13);
+  double bw1m = stream(rank, big_n, 16, 40, 9);
 
   /* The shim's own cost per message on each side: a burst of sends that
    * the receiver takes afterwards, then the receives of what has arrived. */
