@@ -29,6 +29,16 @@ fn job(via: Via, vars: &[(&str, &str)], part: &str) -> Outcome {
         .run()
 }
 
+/// Every knob at once, small values.
+const EVERY_KNOB: &[(&str, &str)] = &[
+    ("LOGGP_L", "2us"),
+    ("LOGGP_O_S", "1us"),
+    ("LOGGP_O_R", "1us"),
+    ("LOGGP_G_S", "3us"),
+    ("LOGGP_G_R", "3us"),
+    ("LOGGP_G", "1GB/s"),
+];
+
 #[test]
 fn mpi4_calls_keep_data_mpich() {
     job(Via::Native, &[], "all").expect_pass("mpi4: PASS");
@@ -36,15 +46,7 @@ fn mpi4_calls_keep_data_mpich() {
     job(Via::Direct, &[], "all").expect_pass("mpi4: PASS");
     // Under virtual time, and with every knob set, everything must work.
     job(Via::Direct, &[("LOGGP_VT", "on")], "all").expect_pass("mpi4: PASS");
-    let every = [
-        ("LOGGP_L", "2us"),
-        ("LOGGP_O_S", "1us"),
-        ("LOGGP_O_R", "1us"),
-        ("LOGGP_G_S", "3us"),
-        ("LOGGP_G_R", "3us"),
-        ("LOGGP_G", "1GB/s"),
-    ];
-    job(Via::Direct, &every, "all").expect_pass("mpi4: PASS");
+    job(Via::Direct, EVERY_KNOB, "all").expect_pass("mpi4: PASS");
 }
 
 /// Large-count calls above 2^31-1 elements (2^31 + 8 bytes, `bigc.c`):
@@ -59,21 +61,13 @@ fn mpi4_calls_keep_data_mpich() {
 /// to about 35 s on a 2-core machine, hence the longer timeout.
 #[test]
 fn large_counts_above_2g_mpich() {
-    let every = [
-        ("LOGGP_L", "2us"),
-        ("LOGGP_O_S", "1us"),
-        ("LOGGP_O_R", "1us"),
-        ("LOGGP_G_S", "3us"),
-        ("LOGGP_G_R", "3us"),
-        ("LOGGP_G", "1GB/s"),
-    ];
     let on = [("LOGGP_VT", "on")];
     let status: &[&str] = &["isendrecv-status"];
     for (name, via, vars, args) in [
         ("native (no shim)", Via::Native, &[][..], &[][..]),
         ("shim, pass-through", Via::Direct, &[][..], &[][..]),
         ("shim, LOGGP_VT=on", Via::Direct, &on[..], status),
-        ("shim, every knob", Via::Direct, &every[..], status),
+        ("shim, every knob", Via::Direct, EVERY_KNOB, status),
     ] {
         let mut job = Job::new(Mpi::Mpich, "bigc").via(via).vars(vars).args(args);
         job.timeout = Duration::from_secs(180);

@@ -135,6 +135,22 @@ impl Engine {
         }
     }
 
+    /// `packed_copy` with the count and type it is sent as
+    /// (`packed_bytes`; free the type with `free_packed_bytes`).
+    unsafe fn packed_send(
+        &self,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        comm: Comm,
+    ) -> Result<(Vec<u8>, c_int, Datatype), c_int> {
+        unsafe {
+            let tmp = self.packed_copy(buf, count, dt, comm)?;
+            let (k, t) = self.packed_bytes(tmp.len())?;
+            Ok((tmp, k, t))
+        }
+    }
+
     /// A packed copy of `count × dt` at `buf`, for the *_replace forms,
     /// whose receive overwrites the data they send; sent as `packed_bytes`.
     pub(super) unsafe fn packed_copy(
@@ -203,12 +219,8 @@ impl Engine {
         status: *mut Status,
     ) -> c_int {
         unsafe {
-            let tmp = match self.packed_copy(buf, count, dt, comm) {
-                Ok(v) => v,
-                Err(rc) => return rc,
-            };
-            let (k, t) = match self.packed_bytes(tmp.len()) {
-                Ok(kt) => kt,
+            let (tmp, k, t) = match self.packed_send(buf, count, dt, comm) {
+                Ok(p) => p,
                 Err(rc) => return rc,
             };
             let rc = self.sendrecv(
@@ -245,12 +257,8 @@ impl Engine {
         req: *mut Request,
     ) -> c_int {
         unsafe {
-            let tmp = match self.packed_copy(buf, count, dt, comm) {
-                Ok(v) => v,
-                Err(rc) => return rc,
-            };
-            let (k, t) = match self.packed_bytes(tmp.len()) {
-                Ok(kt) => kt,
+            let (tmp, k, t) = match self.packed_send(buf, count, dt, comm) {
+                Ok(p) => p,
                 Err(rc) => return rc,
             };
             // The send pending on `t` completes normally once it is freed
