@@ -31,18 +31,8 @@
 
 mod common;
 
-use common::{Job, Mpi, Outcome, Via};
+use common::{Job, Mpi, Outcome, Via, EVERY_KNOB};
 use std::path::{Path, PathBuf};
-
-/// Every knob at once, small values.
-const EVERY_KNOB: &[(&str, &str)] = &[
-    ("LOGGP_L", "2us"),
-    ("LOGGP_O_S", "1us"),
-    ("LOGGP_O_R", "1us"),
-    ("LOGGP_G_S", "3us"),
-    ("LOGGP_G_R", "3us"),
-    ("LOGGP_G", "1GB/s"),
-];
 
 /// `LOGGP_*` settings of one run.
 type Knobs = Vec<(&'static str, &'static str)>;

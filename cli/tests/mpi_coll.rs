@@ -29,7 +29,7 @@
 
 mod common;
 
-use common::{retry, Job, Mpi, Via};
+use common::{retry, Job, Mpi, Via, EVERY_KNOB};
 use std::time::Duration;
 
 const NPS: [u32; 4] = [2, 3, 4, 5];
@@ -335,14 +335,7 @@ fn intercomm(mpi: Mpi) {
         .args(&["nb"])
         .run()
         .expect_pass(&format!("coll inter: ok np={nb_np} nonblocking"));
-    let every: &[(&str, &str)] = &[
-        ("LOGGP_L", "2us"),
-        ("LOGGP_O_S", "1us"),
-        ("LOGGP_O_R", "1us"),
-        ("LOGGP_G_S", "3us"),
-        ("LOGGP_G_R", "3us"),
-        ("LOGGP_G", "1GB/s"),
-    ];
+    let every = EVERY_KNOB;
     for np in 2..=5 {
         for vars in [&[("LOGGP_VT", "on")][..], every] {
             for (args, tail) in [(&[][..], ""), (&["nb"][..], " nonblocking")] {

@@ -32,7 +32,7 @@
 
 mod common;
 
-use common::{clean_env, prog, retry, root, run_command, shim, Mpi, Outcome};
+use common::{clean_env, prog, retry, root, run_command, shim, Mpi, Outcome, EVERY_KNOB};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -149,16 +149,6 @@ impl HostJob {
     }
 }
 
-/// Every knob at once, small values (as in mpi_integrity.rs).
-const ALL_KNOBS: &[(&str, &str)] = &[
-    ("LOGGP_L", "2us"),
-    ("LOGGP_O_S", "1us"),
-    ("LOGGP_O_R", "1us"),
-    ("LOGGP_G_S", "3us"),
-    ("LOGGP_G_R", "3us"),
-    ("LOGGP_G", "1GB/s"),
-];
-
 fn integrity(mpi: Mpi, layouts: &[u32]) {
     if !ready(&format!("integrity across hosts, {}", mpi.name())) {
         return;
@@ -171,7 +161,7 @@ fn integrity(mpi: Mpi, layouts: &[u32]) {
                 return Err(format!("native run failed\n{}", n.describe()));
             }
             let sum = n.word("checksum");
-            for vars in [&[("LOGGP_VT", "on")][..], ALL_KNOBS] {
+            for vars in [&[("LOGGP_VT", "on")][..], EVERY_KNOB] {
                 let o = HostJob::new(mpi, per, "integrity").vars(vars).run();
                 if !(o.success() && o.stdout.contains("integrity: PASS")) {
                     return Err(format!("{vars:?}: failed\n{}", o.describe()));
@@ -431,7 +421,7 @@ fn collectives(mpi: Mpi) {
         let (o, marker) = match mpi {
             Mpi::OpenMpi | Mpi::OpenMpi5 => (
                 HostJob::new(mpi, 2, "coll")
-                    .vars(ALL_KNOBS)
+                    .vars(EVERY_KNOB)
                     .args(&["check"])
                     .run(),
                 "coll check: ok np=4",

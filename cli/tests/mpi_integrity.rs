@@ -10,17 +10,7 @@
 
 mod common;
 
-use common::{Job, Mpi, Via};
-
-/// Every knob at once, small values.
-const ALL_KNOBS: &[(&str, &str)] = &[
-    ("LOGGP_L", "2us"),
-    ("LOGGP_O_S", "1us"),
-    ("LOGGP_O_R", "1us"),
-    ("LOGGP_G_S", "3us"),
-    ("LOGGP_G_R", "3us"),
-    ("LOGGP_G", "1GB/s"),
-];
+use common::{Job, Mpi, Via, EVERY_KNOB};
 
 /// Large knobs and a short send queue, to stress ordering: messages of very
 /// different sizes arrive at very different virtual times, and Isend blocks
@@ -49,7 +39,7 @@ fn configs(np: u32) -> Vec<(&'static str, Via, Knobs)> {
             // Both ways of preloading: `loggp run` at np=2, mpirun's own
             // flags at np=3.
             if np == 2 { Via::Loggp } else { Via::Direct },
-            ALL_KNOBS.to_vec(),
+            EVERY_KNOB.to_vec(),
         ),
     ];
     if np == 2 {
@@ -146,7 +136,7 @@ fn p2p_rules_mpich() {
 fn big(mpi: Mpi) {
     for (name, via, vars) in [
         ("native (no shim)", Via::Native, vec![]),
-        ("shim, every knob", Via::Direct, ALL_KNOBS.to_vec()),
+        ("shim, every knob", Via::Direct, EVERY_KNOB.to_vec()),
     ] {
         let out = Job::new(mpi, "big").np(2).via(via).vars(&vars).run();
         assert!(

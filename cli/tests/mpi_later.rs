@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{retry, Job, Mpi, Via};
+use common::{retry, Job, Mpi, Via, EVERY_KNOB};
 
 fn parts(mpi: Mpi) -> &'static str {
     match mpi {
@@ -25,21 +25,14 @@ fn parts(mpi: Mpi) -> &'static str {
 }
 
 fn keeps_data(mpi: Mpi) {
-    let every = [
-        ("LOGGP_L", "2us"),
-        ("LOGGP_O_S", "1us"),
-        ("LOGGP_O_R", "1us"),
-        ("LOGGP_G_S", "3us"),
-        ("LOGGP_G_R", "3us"),
-        ("LOGGP_G", "1GB/s"),
-    ];
+    let every = EVERY_KNOB;
     let want = format!("later: PASS parts={} ", parts(mpi));
     Job::new(mpi, "later")
         .via(Via::Native)
         .args(&["30"])
         .run()
         .expect_pass(&want);
-    for vars in [&[][..], &[("LOGGP_VT", "on")][..], &every[..]] {
+    for vars in [&[][..], &[("LOGGP_VT", "on")][..], every] {
         Job::new(mpi, "later")
             .vars(vars)
             .args(&["30"])

@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::{retry, Job, Mpi, Outcome, Via};
+use common::{retry, Job, Mpi, Outcome, Via, EVERY_KNOB};
 use std::time::{Duration, Instant};
 
 /// `part`: "c" runs the large-count calls only, "all" adds
@@ -28,16 +28,6 @@ fn job(via: Via, vars: &[(&str, &str)], part: &str) -> Outcome {
         .args(&["300", part])
         .run()
 }
-
-/// Every knob at once, small values.
-const EVERY_KNOB: &[(&str, &str)] = &[
-    ("LOGGP_L", "2us"),
-    ("LOGGP_O_S", "1us"),
-    ("LOGGP_O_R", "1us"),
-    ("LOGGP_G_S", "3us"),
-    ("LOGGP_G_R", "3us"),
-    ("LOGGP_G", "1GB/s"),
-];
 
 #[test]
 fn mpi4_calls_keep_data_mpich() {

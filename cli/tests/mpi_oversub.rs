@@ -26,18 +26,8 @@
 
 mod common;
 
-use common::{retry, Job, Via, BOTH};
+use common::{retry, Job, Via, BOTH, EVERY_KNOB};
 use std::time::Duration;
-
-/// Every knob at once, small values.
-const EVERY_KNOB: &[(&str, &str)] = &[
-    ("LOGGP_L", "2us"),
-    ("LOGGP_O_S", "1us"),
-    ("LOGGP_O_R", "1us"),
-    ("LOGGP_G_S", "3us"),
-    ("LOGGP_G_R", "3us"),
-    ("LOGGP_G", "1GB/s"),
-];
 
 /// Twice the processors of this machine, at least 4.
 fn np() -> u32 {

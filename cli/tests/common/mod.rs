@@ -44,6 +44,16 @@ pub enum Mpi {
 
 pub const BOTH: [Mpi; 2] = [Mpi::OpenMpi, Mpi::Mpich];
 
+/// Every knob at once, small values: what "every knob" means in the tests.
+pub const EVERY_KNOB: &[(&str, &str)] = &[
+    ("LOGGP_L", "2us"),
+    ("LOGGP_O_S", "1us"),
+    ("LOGGP_O_R", "1us"),
+    ("LOGGP_G_S", "3us"),
+    ("LOGGP_G_R", "3us"),
+    ("LOGGP_G", "1GB/s"),
+];
+
 impl Mpi {
     /// The build's name: `libloggp-<name>.so`, `loggp run --mpi <name>`.
     pub fn name(self) -> &'static str {
