@@ -15,6 +15,7 @@
  *   flock /tmp/loggp-mpi.lock mpirun.openmpi -np 2 /tmp/piggyback
  *   (MPICH: mpicc.mpich, mpirun.mpich -genv UCX_NET_DEVICES lo) */
 #include <mpi.h>
+#include "util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -23,17 +24,6 @@ enum { W = 64, WAYS = 3 };
 static MPI_Request r[2 * W];
 static char hdr[W][32];
 static MPI_Comm payload_comm;
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 static MPI_Datatype with_header(char *h, char *b, long n) {
   MPI_Aint d[2];

@@ -6,15 +6,10 @@
  * start-up does). Used by scripts/bench-instr.sh (instruction counts per
  * message under callgrind) and by hand for timings. */
 #include <mpi.h>
+#include "util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);

@@ -26,20 +26,12 @@
  *                of the interposed wrapper itself
  * and spread as p10/p90 for half_rtt_8. Run it natively and under the shim. */
 #include <mpi.h>
+#include "util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 static double pct(double *v, int n, double p) {
   qsort(v, n, sizeof(double), cmp);
   return v[(int)(p * (n - 1))];

@@ -14,6 +14,7 @@
  *   mutex            pthread mutex lock + unlock      the engine's state lock
  * Run it natively: these calls are not wrapped by the shim. */
 #include <mpi.h>
+#include "util.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +30,6 @@ static double now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 #define N 200000
 #define TIME(label, stmt)                                  \

@@ -1,0 +1,17 @@
+/* What the benchmarks in bench/ share: a monotonic clock in microseconds
+ * and the comparison that sorts samples for medians and percentiles. */
+#ifndef LOGGP_BENCH_UTIL_H
+#define LOGGP_BENCH_UTIL_H
+#include <time.h>
+
+static inline double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+static inline int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+#endif
