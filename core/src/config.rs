@@ -81,6 +81,11 @@ pub struct Config {
     /// piggyback by copying through a staging buffer; larger ones use a
     /// zero-copy struct datatype.
     pub inline_max: u64,
+    /// Sends above `inline_max` bytes of one contiguous block travel as two
+    /// messages: the header on the application's envelope, the payload
+    /// as it is on the shim's private communicator (`LOGGP_SPLIT=on`, the
+    /// default); `off` sends them as one struct datatype.
+    pub split: bool,
     /// The shim's clock reads the time-stamp counter where the kernel's
     /// clocksource is `tsc` (`LOGGP_CLOCK=auto`), or always
     /// CLOCK_MONOTONIC (`monotonic`).
@@ -113,6 +118,7 @@ impl Default for Config {
             log: LogLevel::Off,
             report: None,
             inline_max: DEFAULT_INLINE_MAX,
+            split: true,
             tsc_clock: true,
             test_clock: crate::clocks::TestClock::default(),
             targets: Targets::default(),
@@ -184,6 +190,11 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "LOGGP_INLINE_MAX",
         "bytes below which the piggyback is staged",
         "16384",
+    ),
+    (
+        "LOGGP_SPLIT",
+        "larger sends: header and contiguous payload as two messages (on), or one struct message (off)",
+        "on",
     ),
     (
         "LOGGP_CLOCK",
@@ -351,6 +362,13 @@ impl Config {
                     c.inline_max = units::parse_bytes(v)
                         .filter(|&n| n <= 1 << 30)
                         .ok_or_else(|| err(k, v, &format!("{SIZE_ACCEPTED}, at most 1GiB")))?
+                }
+                "LOGGP_SPLIT" => {
+                    c.split = match v.trim() {
+                        "on" | "1" => true,
+                        "off" | "0" => false,
+                        _ => return Err(err(k, v, "on or off (or 1, 0)")),
+                    }
                 }
                 "LOGGP_CLOCK" => {
                     c.tsc_clock = match v.trim() {
@@ -621,6 +639,16 @@ mod tests {
         .unwrap();
         assert_eq!((c.l, c.o_s, c.o_r), (5000, 2000, 250));
         assert!(c.vt_active());
+    }
+
+    #[test]
+    fn split_is_on_or_off() {
+        assert!(cfg(&[]).unwrap().split);
+        assert!(!cfg(&[("LOGGP_SPLIT", "off")]).unwrap().split);
+        assert!(cfg(&[("LOGGP_SPLIT", "1")]).unwrap().split);
+        let e = cfg(&[("LOGGP_SPLIT", "yes")]).unwrap_err();
+        assert_eq!(e.var, "LOGGP_SPLIT");
+        assert!(e.to_string().contains("on or off"), "{e}");
     }
 
     #[test]

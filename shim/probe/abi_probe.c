@@ -58,6 +58,7 @@ int main(void) {
   printf("pub const BOTTOM: usize = %zu;\n", (size_t)MPI_BOTTOM);
   I("ANY_SOURCE", MPI_ANY_SOURCE);
   I("ANY_TAG", MPI_ANY_TAG);
+  I("TAG_UB", MPI_TAG_UB);
   I("PROC_NULL", MPI_PROC_NULL);
   I("ROOT", MPI_ROOT);
   I("UNDEFINED", MPI_UNDEFINED);

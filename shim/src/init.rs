@@ -159,6 +159,26 @@ pub fn config_or_exit() -> Config {
 }
 
 static PRIVATE: OnceLock<SharedHandle> = OnceLock::new();
+/// `Engine::payload_comm`, freed at MPI_Finalize.
+static PAYLOAD: OnceLock<SharedHandle> = OnceLock::new();
+
+/// MPI_TAG_UB of MPI_COMM_WORLD (at least 32767, MPI-4.0 §8.1.2).
+unsafe fn tag_ub(c: &Consts) -> u32 {
+    unsafe {
+        let mut v: *mut c_int = std::ptr::null_mut();
+        let mut flag: c_int = 0;
+        PMPI_Comm_get_attr(
+            c.comm_world,
+            abi::TAG_UB,
+            (&mut v as *mut *mut c_int).cast(),
+            &mut flag,
+        );
+        if flag == 0 || v.is_null() {
+            return 32767;
+        }
+        u32::try_from(*v).unwrap_or(32767).max(32767)
+    }
+}
 
 /// After the real MPI_Init succeeded: agree on the configuration, learn the
 /// native transit, install the engine.
@@ -210,6 +230,17 @@ pub unsafe fn after_init(cfg: Config) {
         lazy_wait(&mut req);
         if mx[0] != !mx[1] {
             settings_differ_exit(&c, private, rank, size, &cfg);
+        }
+        // Payloads of split messages travel on a communicator of their own
+        // (`Engine::payload_comm`): every rank makes it, since a receiver
+        // takes what any sender splits. Only once the ranks agree on the
+        // settings: a rank without virtual time would not join the dup.
+        let mut payload = c.comm_null;
+        if cfg.vt_active() {
+            PMPI_Comm_idup(c.comm_world, &mut payload, &mut req);
+            lazy_wait(&mut req);
+            PMPI_Comm_set_errhandler(payload, c.errors_return);
+            let _ = PAYLOAD.set(SharedHandle(payload));
         }
 
         let vt = cfg.vt_active() && size >= 2;
@@ -349,6 +380,10 @@ pub unsafe fn after_init(cfg: Config) {
         }
         PMPI_Comm_dup(c.comm_self, &mut e.self_comm.0);
         e.progress_comm = SharedHandle(private);
+        if payload != c.comm_null {
+            e.payload_comm = SharedHandle(payload);
+            e.payload_tags = tag_ub(&c);
+        }
         engine::install(e);
     }
 }
@@ -1080,6 +1115,9 @@ pub unsafe fn before_finalize() {
         }
         crate::coll::finalize();
         if let Some(mut comm) = private {
+            PMPI_Comm_free(&mut comm);
+        }
+        if let Some(mut comm) = PAYLOAD.get().map(|p| p.0) {
             PMPI_Comm_free(&mut comm);
         }
     }

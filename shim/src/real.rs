@@ -70,6 +70,7 @@ reals! {
     fn PMPI_Comm_split_type(comm: Comm, split_type: c_int, key: c_int, info: Handle, new: *mut Comm);
     fn PMPI_Comm_call_errhandler(comm: Comm, code: c_int);
     fn PMPI_Comm_set_errhandler(comm: Comm, eh: Errhandler);
+    fn PMPI_Comm_get_attr(comm: Comm, keyval: c_int, value: *mut c_void, flag: *mut c_int);
     fn PMPI_Comm_get_errhandler(comm: Comm, eh: *mut Errhandler);
     fn PMPI_Errhandler_free(eh: *mut Errhandler);
     fn PMPI_Error_string(code: c_int, s: *mut c_char, len: *mut c_int);

@@ -63,7 +63,10 @@ impl Engine {
                     self.ready_at(gate, msg.d, msg.src, msg.l, msg.payload().len() as u64)
                 }
                 Pending::Recv(wire) => {
-                    let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
+                    let payload = wire
+                        .split_bytes()
+                        .unwrap_or_else(|| status_bytes(st, self.c.byte).saturating_sub(HDR))
+                        as u64;
                     let h = wire.header();
                     self.ready_at(gate, h.d, h.src, h.l, payload)
                 }
@@ -76,8 +79,11 @@ impl Engine {
                     s.msg.l,
                     s.msg.payload().len() as u64,
                 ),
-                Pending::PRecv { hdr, .. } => {
-                    let payload = status_bytes(st, self.c.byte).saturating_sub(HDR) as u64;
+                Pending::PRecv { hdr, split, .. } => {
+                    let payload = match split {
+                        Split::Done { bytes, .. } => *bytes,
+                        _ => status_bytes(st, self.c.byte).saturating_sub(HDR),
+                    } as u64;
                     self.ready_at(gate, hdr.d, hdr.src, hdr.l, payload)
                 }
                 _ => 0,
@@ -96,6 +102,14 @@ impl Engine {
     ) -> c_int {
         unsafe {
             if matches!(e.kind(), Kind::Send | Kind::PSend) {
+                if let Some(Pending::Send {
+                    header: Some(h), ..
+                }) = e.data_mut()
+                {
+                    // A split send's header: sent before its payload, which
+                    // has arrived (this request), so this returns at once.
+                    PMPI_Wait(h, status_ignore());
+                }
                 if block {
                     self.hold_until(e.complete_at());
                 }
@@ -107,9 +121,20 @@ impl Engine {
                 Some(Pending::PRecv {
                     served: Some(s), ..
                 }) => self.deliver_stashed(&s.msg, s.n, s.truncated, st, block),
-                Some(Pending::PRecv { hdr, .. }) => {
+                Some(Pending::PRecv {
+                    hdr, recv, split, ..
+                }) => {
                     let mut w = Wire::Struct {
                         hdr: Box::new(**hdr),
+                        // The request's own duplicate, freed with it.
+                        into: Landing::Typed {
+                            buf: recv.buf,
+                            count: recv.count,
+                            dt: recv.dt,
+                            owned: false,
+                        },
+                        split: *split,
+                        comm: recv.comm,
                     };
                     self.finish_recv(&mut w, st, block, rc)
                 }
@@ -125,7 +150,15 @@ impl Engine {
     /// entries stay (now inactive) and a working copy of what completion
     /// needs is returned (`lifecycle::Table::take`).
     pub(super) fn take(&self, r: Request) -> Option<Taken> {
-        self.lock().reqs.take(key(r), |p| match p {
+        let mut st = self.lock();
+        if !st.watch.is_empty() {
+            // A watched receive completing is watched no more: its payload
+            // is in or waited for here, and its handle may name another
+            // request next.
+            st.watch.retain(|&w| w != r);
+            jobs::WATCHED.store(st.watch.len(), Ordering::Relaxed);
+        }
+        st.reqs.take(key(r), |p| match p {
             Pending::PSend {
                 hdr,
                 bytes,
@@ -141,10 +174,16 @@ impl Engine {
             },
             // Served from the stash: its message moves to the working copy
             // (the live entry turns inactive).
-            Pending::PRecv { hdr, recv, served } => Pending::PRecv {
+            Pending::PRecv {
+                hdr,
+                recv,
+                served,
+                split,
+            } => Pending::PRecv {
                 hdr: Box::new(**hdr),
                 recv: Box::new(PRecvArgs { ..**recv }),
                 served: served.take(),
+                split: std::mem::take(split),
             },
             // A buffered persistent send's completion needs nothing of it
             // (and no other kind is copied).
@@ -166,7 +205,7 @@ impl Engine {
             if r == self.c.request_null {
                 return PMPI_Wait(req, status);
             }
-            let polled = jobs::running();
+            let polled = jobs::must_poll();
             if polled {
                 // Nonblocking collectives in flight: wait by polling, so that
                 // they progress meanwhile (the request may depend on them).
@@ -262,7 +301,16 @@ impl Engine {
             if flag == 0 {
                 return Poll::NotReady;
             }
-            let st = self.lock();
+            let mut st = self.lock();
+            // A header alone (32 bytes): its payload must be in too.
+            let got = status_bytes(&s, self.c.byte);
+            if got == HDR {
+                if let Some(p) = st.reqs.get_mut(k) {
+                    if !self.split_in(p, got) {
+                        return Poll::NotReady;
+                    }
+                }
+            }
             let Some(e) = st.reqs.entry(k) else {
                 return Poll::Untracked;
             };
@@ -356,12 +404,7 @@ impl Engine {
                         set_status_bytes(&mut st, self.c.byte, m.n as u64);
                     }
                     if let Some(Pending::Recv(wire)) = s.reqs.get_mut(key(r)) {
-                        let mut w = std::mem::replace(
-                            wire,
-                            Wire::Struct {
-                                hdr: Box::new(Header::default()),
-                            },
-                        );
+                        let mut w = std::mem::replace(wire, Wire::empty(self.c.comm_null));
                         drop(s);
                         self.peek_recv(&mut w, &mut st);
                         s = self.lock();
@@ -384,7 +427,10 @@ impl Engine {
         unsafe {
             let got = status_bytes(st, self.c.byte);
             wire.place(got);
-            set_status_bytes(st, self.c.byte, got.saturating_sub(HDR) as u64);
+            let n = wire
+                .split_bytes()
+                .unwrap_or_else(|| got.saturating_sub(HDR));
+            set_status_bytes(st, self.c.byte, n as u64);
         }
     }
 
@@ -395,10 +441,10 @@ impl Engine {
                 return PMPI_Waitall(n, reqs, statuses);
             }
             let rs = std::slice::from_raw_parts_mut(reqs, len);
-            if !self.any_tracked(rs) && !jobs::running() {
+            if !self.any_tracked(rs) && !jobs::must_poll() {
                 return PMPI_Waitall(n, reqs, statuses);
             }
-            if !jobs::running() {
+            if !jobs::must_poll() {
                 return self.waitall_native_first(rs, statuses);
             }
             let ignore = abi::statuses_ignored(statuses);
@@ -657,7 +703,7 @@ impl Engine {
         unsafe {
             let len = usize::try_from(n).unwrap_or(0);
             let rs = std::slice::from_raw_parts_mut(reqs, len);
-            if !self.any_tracked(rs) && !jobs::running() {
+            if !self.any_tracked(rs) && !jobs::must_poll() {
                 return PMPI_Waitany(n, reqs, idx, status);
             }
             let mut patience = Patience::new();
@@ -786,7 +832,7 @@ impl Engine {
         unsafe {
             let len = usize::try_from(n).unwrap_or(0);
             let rs = std::slice::from_raw_parts_mut(reqs, len);
-            if !self.any_tracked(rs) && !jobs::running() {
+            if !self.any_tracked(rs) && !jobs::must_poll() {
                 return PMPI_Waitsome(n, reqs, outcount, idx, statuses);
             }
             let mut patience = Patience::new();
@@ -836,7 +882,7 @@ fn is_empty_status(s: &Status) -> bool {
 }
 
 /// Keeps the status of a persistent receive that get_status saw complete.
-fn remember_status(r: Request, s: &Status) {
+pub(super) fn remember_status(r: Request, s: &Status) {
     if is_empty_status(s) {
         return;
     }

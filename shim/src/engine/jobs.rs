@@ -42,11 +42,27 @@ pub fn running() -> bool {
     RUNNING.load(Ordering::Relaxed) > 0
 }
 
+/// Nonblocking receives whose header may come alone (`MAGIC_SPLIT`) and
+/// whose payload's receive is not yet posted (`Engine::watch_split`).
+pub static WATCHED: AtomicUsize = AtomicUsize::new(0);
+
+/// True while a blocking call must not block inside MPI: a job needs
+/// progress, or a watched receive may need its payload's receive posted
+/// (its sender's payload waits for it; this rank waiting natively for
+/// anything else could then wait for ever).
+#[inline]
+pub fn must_poll() -> bool {
+    running() || WATCHED.load(Ordering::Relaxed) > 0
+}
+
 pub fn progress_all() {
     if running() {
         if let Some(h) = HOOKS.get() {
             (h.progress_all)();
         }
+    }
+    if WATCHED.load(Ordering::Relaxed) > 0 {
+        super::get().progress_splits();
     }
 }
 

@@ -284,10 +284,17 @@ impl Engine {
             if !ok(rc) {
                 return Err(rc);
             }
-            if v.len() < HDR || Header::read_from(v.as_ptr()).magic != MAGIC {
+            let h = if v.len() < HDR {
+                Header::default()
+            } else {
+                Header::read_from(v.as_ptr())
+            };
+            if v.len() == HDR && h.magic == MAGIC_SPLIT {
+                // The header came alone: its payload joins it here.
+                self.pull_payload(&h, &mut v)?;
+            } else if v.len() < HDR || h.magic != MAGIC {
                 self.escaped(&st);
             }
-            let h = Header::read_from(v.as_ptr());
             let payload = (v.len() - HDR) as u64;
             self.counters.probed.fetch_add(1, Ordering::Relaxed);
             let mut s = self.lock();
@@ -315,6 +322,32 @@ impl Engine {
             }));
             self.stash_len.fetch_add(1, Ordering::Relaxed);
             Ok(Some(st.source()))
+        }
+    }
+
+    /// Receives the payload of the split message whose header `h` is `v`,
+    /// behind it.
+    unsafe fn pull_payload(&self, h: &Header, v: &mut Vec<u8>) -> Result<(), c_int> {
+        unsafe {
+            let mut msg: Message = self.c.message_null;
+            let mut st = Status::zeroed();
+            let src = c_int::try_from(h.src).unwrap_or(0);
+            let tag = h.payload_tag(self.payload_tags);
+            let rc = PMPI_Mprobe(src, tag, self.payload_comm.0, &mut msg, &mut st);
+            if !ok(rc) {
+                return Err(rc);
+            }
+            let bytes = status_bytes(&st, self.c.byte);
+            v.reserve_exact(bytes);
+            let (k, t) = self.packed_bytes(bytes)?;
+            let rc = PMPI_Mrecv(v.as_mut_ptr().add(HDR).cast(), k, t, &mut msg, &mut st);
+            self.free_packed_bytes(t);
+            if !ok(rc) {
+                return Err(rc);
+            }
+            // SAFETY: MPI wrote the `bytes` bytes it measured behind the header.
+            v.set_len(HDR + bytes);
+            Ok(())
         }
     }
 

@@ -18,7 +18,7 @@ impl Engine {
     ) -> c_int {
         unsafe {
             self.reap_freed();
-            if req.is_none() && jobs::running() {
+            if req.is_none() && jobs::must_poll() {
                 // See `send`.
                 let mut r = self.c.request_null;
                 let rc = self.recv(buf, count, dt, src, tag, comm, Some(&mut r), status);
@@ -43,8 +43,8 @@ impl Engine {
                     return self.deliver_from_stash(m, buf, count, dt, req, status);
                 }
             }
-            let staged = contiguous_bytes(dt, count, type_size(dt))
-                .filter(|&cap| cap as u64 <= self.cfg.inline_max);
+            let contig = contiguous_bytes(dt, count, type_size(dt));
+            let staged = contig.filter(|&cap| cap as u64 <= self.cfg.inline_max);
             let wire = if let Some(cap) = staged {
                 let n = HDR + cap;
                 // Blocking receives reuse this thread's buffer; MPI writes it
@@ -66,10 +66,18 @@ impl Engine {
                     buf: buf.cast(),
                     cap,
                     placed: false,
+                    comm,
                 }
             } else {
+                let into = match self.into(buf, count, dt, contig, req.is_none()) {
+                    Ok(i) => i,
+                    Err(rc) => return rc,
+                };
                 Wire::Struct {
                     hdr: Box::new(Header::default()),
+                    into,
+                    split: Split::Idle,
+                    comm,
                 }
             };
             let mut st_local = Status::zeroed();
@@ -86,7 +94,7 @@ impl Engine {
                         }
                     };
                 }
-                Wire::Struct { hdr } => {
+                Wire::Struct { hdr, .. } => {
                     let mut t = match self.struct_type(&**hdr, buf, count, dt) {
                         Ok(t) => t,
                         Err(rc) => return rc,
@@ -105,9 +113,12 @@ impl Engine {
             match req {
                 Some(r) => {
                     if ok(rc) {
-                        self.lock()
-                            .reqs
-                            .track(key(*r), Kind::Recv, Pending::Recv(wire));
+                        let watch = matches!(wire, Wire::Struct { .. });
+                        let mut st = self.lock();
+                        st.reqs.track(key(*r), Kind::Recv, Pending::Recv(wire));
+                        if watch {
+                            Self::watch_split(&mut st, *r);
+                        }
                     }
                     rc
                 }
@@ -171,6 +182,19 @@ impl Engine {
             }
             let got = status_bytes(st, self.c.byte);
             let hdr = wire.header();
+            if got == HDR && hdr.magic == MAGIC_SPLIT {
+                // The header came alone: its payload follows.
+                let (bytes, prc) = self.split_payload(wire, &hdr);
+                self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, bytes as u64, block);
+                if want_count || !ok(prc) {
+                    set_status_bytes(st, self.c.byte, bytes as u64);
+                }
+                if !ok(prc) {
+                    st.set_error(prc);
+                    PMPI_Comm_call_errhandler(wire.comm(), prc);
+                }
+                return prc;
+            }
             if got < HDR || hdr.magic != MAGIC {
                 if is_truncation(rc) {
                     // MPI may drop a truncated message's bytes (MPICH does for
@@ -188,6 +212,188 @@ impl Engine {
             }
             abi::SUCCESS
         }
+    }
+
+    /// Where the payload of a split message goes (`Wire::Struct`): a
+    /// contiguous block as bytes, else the datatype, which a nonblocking
+    /// receive duplicates (the application may free its own meanwhile).
+    pub(super) unsafe fn into(
+        &self,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        contig: Option<usize>,
+        blocking: bool,
+    ) -> Result<Landing, c_int> {
+        unsafe {
+            if let Some(bytes) = contig.and_then(|n| c_int::try_from(n).ok()) {
+                return Ok(Landing::Bytes { buf, bytes });
+            }
+            if blocking {
+                return Ok(Landing::Typed {
+                    buf,
+                    count,
+                    dt,
+                    owned: false,
+                });
+            }
+            let mut own = dt;
+            let rc = PMPI_Type_dup(dt, &mut own);
+            if !ok(rc) {
+                return Err(rc);
+            }
+            Ok(Landing::Typed {
+                buf,
+                count,
+                dt: own,
+                owned: true,
+            })
+        }
+    }
+
+    /// The payload of a split message whose header `hdr` landed in `wire`:
+    /// received now, or waited for where `poll` posted its receive, or
+    /// already in (`Split::Done`). Says its bytes and MPI's return code.
+    /// A staged receive gets one only when the message is larger than its
+    /// buffer: MPI truncates as it would have.
+    pub(super) unsafe fn split_payload(&self, wire: &mut Wire, hdr: &Header) -> (usize, c_int) {
+        unsafe {
+            let comm = self.payload_comm.0;
+            let tag = hdr.payload_tag(self.payload_tags);
+            let src = c_int::try_from(hdr.src).unwrap_or(0);
+            let mut ps = Status::zeroed();
+            let rc = match wire {
+                Wire::Struct { into, split, .. } => match *split {
+                    Split::Done { bytes, rc } => return (bytes, rc),
+                    Split::Posted(mut r) => PMPI_Wait(&mut r, &mut ps),
+                    Split::Idle => {
+                        let (b, n, t) = into.args(self.c.byte);
+                        PMPI_Recv(b, n, t, src, tag, comm, &mut ps)
+                    }
+                },
+                Wire::Staged {
+                    buf, cap, placed, ..
+                } => {
+                    *placed = true;
+                    PMPI_Recv(
+                        buf.cast(),
+                        as_int(*cap),
+                        self.c.byte,
+                        src,
+                        tag,
+                        comm,
+                        &mut ps,
+                    )
+                }
+            };
+            let bytes = status_bytes(&ps, self.c.byte);
+            if let Wire::Struct { split, .. } = wire {
+                *split = Split::Done { bytes, rc };
+            }
+            (bytes, rc)
+        }
+    }
+
+    /// A natively complete receive whose header came alone: posts its
+    /// payload's receive (once) and tests it. False while it is not in, so
+    /// that Test and the any/some forms never wait for a payload.
+    pub(super) unsafe fn split_in(&self, p: &mut Pending, got: usize) -> bool {
+        unsafe {
+            if got != HDR {
+                return true;
+            }
+            let (hdr, args, split) = match p {
+                Pending::Recv(Wire::Struct {
+                    hdr, into, split, ..
+                }) => (**hdr, into.args(self.c.byte), split),
+                Pending::PRecv {
+                    hdr,
+                    recv,
+                    split,
+                    served: None,
+                } => (**hdr, (recv.buf, recv.count, recv.dt), split),
+                _ => return true,
+            };
+            if hdr.magic != MAGIC_SPLIT {
+                return true;
+            }
+            let mut r = match *split {
+                Split::Done { .. } => return true,
+                Split::Posted(r) => r,
+                Split::Idle => {
+                    let mut r = self.c.request_null;
+                    let rc = PMPI_Irecv(
+                        args.0,
+                        args.1,
+                        args.2,
+                        c_int::try_from(hdr.src).unwrap_or(0),
+                        hdr.payload_tag(self.payload_tags),
+                        self.payload_comm.0,
+                        &mut r,
+                    );
+                    if !ok(rc) {
+                        *split = Split::Done { bytes: 0, rc };
+                        return true;
+                    }
+                    r
+                }
+            };
+            let mut flag: c_int = 0;
+            let mut ps = Status::zeroed();
+            let rc = PMPI_Test(&mut r, &mut flag, &mut ps);
+            *split = if flag != 0 || !ok(rc) {
+                Split::Done {
+                    bytes: status_bytes(&ps, self.c.byte),
+                    rc,
+                }
+            } else {
+                Split::Posted(r)
+            };
+            flag != 0 || !ok(rc)
+        }
+    }
+
+    /// Watches a nonblocking receive whose header may come alone: until
+    /// its payload's receive is posted, blocking calls poll, and post it
+    /// (`progress_splits`).
+    pub(super) fn watch_split(st: &mut State, r: Request) {
+        st.watch.push(r);
+        jobs::WATCHED.store(st.watch.len(), Ordering::Relaxed);
+    }
+
+    /// Posts the payload receive of every watched receive whose header
+    /// came alone; forgets those complete, or gone from the table.
+    pub fn progress_splits(&self) {
+        let mut st = self.lock();
+        let mut list = std::mem::take(&mut st.watch);
+        list.retain(|&r| {
+            let k = key(r);
+            if !matches!(st.reqs.kind(k), Some(Kind::Recv | Kind::PRecv)) {
+                return false;
+            }
+            let mut flag: c_int = 0;
+            let mut s = Status::zeroed();
+            // SAFETY: a live request of the table (tracked under this lock).
+            unsafe {
+                PMPI_Request_get_status(r, &mut flag, &mut s);
+                if flag == 0 {
+                    return true;
+                }
+                if st.reqs.kind(k) == Some(Kind::PRecv) {
+                    // MPICH 5 empties a persistent request's status once
+                    // asked for it (`poll` keeps it the same way).
+                    super::complete::remember_status(r, &s);
+                }
+                let got = status_bytes(&s, self.c.byte);
+                if let Some(p) = st.reqs.get_mut(k) {
+                    self.split_in(p, got);
+                }
+            }
+            false
+        });
+        list.append(&mut st.watch);
+        st.watch = list;
+        jobs::WATCHED.store(st.watch.len(), Ordering::Relaxed);
     }
 
     /// Before a blocking receive: is a matching message already there? If

@@ -12,6 +12,9 @@ pub(super) enum Pending {
     Send {
         _keep: Option<Vec<u8>>,
         _hdr: Option<Box<Header>>,
+        /// A split send (`MAGIC_SPLIT`): the request is its payload's, and
+        /// this the header's, which `_keep` holds; completed with it.
+        header: Option<Request>,
     },
     Recv(Wire),
     /// A receive satisfied from the stash (Imrecv of a probed message, or an
@@ -55,6 +58,8 @@ pub(super) enum Pending {
         hdr: Box<Header>,
         recv: Box<PRecvArgs>,
         served: Option<Served>,
+        /// The payload of a split message (`MAGIC_SPLIT`), this round.
+        split: Split,
     },
     /// A nonblocking collective (`coll::nb`, job `k`); the MPI request is
     /// a PROC_NULL receive.
@@ -132,6 +137,17 @@ pub(super) unsafe extern "C" fn grequest_cancel(_: *mut c_void, _: c_int) -> c_i
 }
 
 impl Engine {
+    /// Whether `r` is a split send (`MAGIC_SPLIT`), which MPI_Cancel leaves.
+    pub fn is_split_send(&self, r: Request) -> bool {
+        matches!(
+            self.lock().reqs.get(key(r)),
+            Some(Pending::Send {
+                header: Some(_),
+                ..
+            })
+        )
+    }
+
     pub unsafe fn request_free(&self, req: *mut Request) -> c_int {
         unsafe {
             let r = *req;
@@ -154,7 +170,12 @@ impl Engine {
                     hdr,
                     mut recv,
                     served,
+                    split,
                 }) => {
+                    if let Split::Posted(mut p) = split {
+                        // Its payload's receive: MPI finishes it alone.
+                        PMPI_Request_free(&mut p);
+                    }
                     PMPI_Type_free(&mut recv.dt);
                     if !idle && served.is_none() {
                         // Started in MPI: it may still write the header.
@@ -162,11 +183,22 @@ impl Engine {
                     }
                     return PMPI_Request_free(req);
                 }
-                Some(Pending::Recv(wire @ Wire::Staged { .. })) => {
+                Some(Pending::Send {
+                    _keep: Some(v),
+                    header: Some(h),
+                    ..
+                }) => {
+                    // A split send: its header's request and buffer wait
+                    // with the buffered sends (`reap_bsends`).
+                    self.lock().bsends.push((h, v));
+                    return PMPI_Request_free(req);
+                }
+                Some(Pending::Recv(wire)) => {
                     // Its payload lands in our stage, and only we can copy it
-                    // to the application's buffer: keep the request and do so
-                    // once it completes (`reap_freed`). For the application
-                    // the request is gone.
+                    // to the application's buffer; or its header came alone,
+                    // and only we receive the payload: keep the request and
+                    // do so once it completes (`reap_freed`). For the
+                    // application the request is gone.
                     let mut st = self.lock();
                     st.freed.push((r, wire));
                     self.freed_len.store(st.freed.len(), Ordering::Relaxed);

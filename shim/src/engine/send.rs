@@ -94,7 +94,7 @@ impl Engine {
             if mode == Mode::Buffered {
                 return self.bsend(buf, count, dt, dest, tag, comm);
             }
-            if jobs::running() {
+            if jobs::must_poll() {
                 // A blocking send may wait for its receiver, which may wait
                 // for a collective this rank must progress.
                 let mut r = self.c.request_null;
@@ -131,6 +131,22 @@ impl Engine {
                     cell.replace(v);
                     rc
                 })
+            } else if let Some(w) = self.split_to(dest, tag, comm) {
+                let mut r = self.c.request_null;
+                match self.isend_split(mode, hdr, buf, count, dt, w, dest, tag, comm, &mut r) {
+                    Ok(Pending::Send {
+                        _keep: Some(v),
+                        header: Some(mut h),
+                        ..
+                    }) => {
+                        let rc = PMPI_Wait(&mut r, status_ignore());
+                        PMPI_Wait(&mut h, status_ignore());
+                        self.lock().put_back(v);
+                        rc
+                    }
+                    Ok(_) => abi::SUCCESS,
+                    Err(rc) => rc,
+                }
             } else {
                 let h = Box::new(hdr);
                 match self.struct_type(&*h, buf, count, dt) {
@@ -146,6 +162,93 @@ impl Engine {
                 self.hold_until(dep.complete_at);
             }
             rc
+        }
+    }
+
+    /// Whether a send above `LOGGP_INLINE_MAX` goes split (`MAGIC_SPLIT`),
+    /// and then its destination's MPI_COMM_WORLD rank, which receives the
+    /// payload on `payload_comm`. Not for a destination outside this
+    /// MPI_COMM_WORLD (spawned, connected) or MPI_PROC_NULL, nor a tag MPI
+    /// would refuse (the header's send would fail after the payload's).
+    pub(super) unsafe fn split_to(&self, dest: c_int, tag: c_int, comm: Comm) -> Option<c_int> {
+        unsafe {
+            if !self.cfg.split
+                || self.payload_comm.0 == self.c.comm_null
+                || tag < 0
+                || u32::try_from(tag).ok()? > self.payload_tags
+            {
+                return None;
+            }
+            let w = self.world_rank(&mut self.lock(), comm, dest)?;
+            c_int::try_from(w).ok()
+        }
+    }
+
+    /// Posts a split send: the payload as it is to world rank `w` on
+    /// `payload_comm` (its request is `req`), then the header alone on the
+    /// application's envelope in the send's mode, which the returned entry
+    /// keeps with its request. The payload goes first: an error in the
+    /// application's buffer or datatype then stops the send before any
+    /// header announces it.
+    pub(super) unsafe fn isend_split(
+        &self,
+        mode: Mode,
+        mut hdr: Header,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        w: c_int,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> Result<Pending, c_int> {
+        unsafe {
+            hdr.magic = MAGIC_SPLIT;
+            let ptag = hdr.payload_tag(self.payload_tags);
+            // The application's request is the payload's: in synchronous
+            // mode it too completes only once received into (its receive is
+            // posted once the header matched), else an eager payload would
+            // complete an Issend before any receive matched it.
+            let payload_send = if mode == Mode::Synchronous {
+                PMPI_Issend
+            } else {
+                PMPI_Isend
+            };
+            let rc = payload_send(buf, count, dt, w, ptag, self.payload_comm.0, req);
+            if !ok(rc) {
+                return Err(rc);
+            }
+            let mut v = self.stage_buf();
+            v.clear();
+            v.resize(HDR, 0);
+            hdr.write_to(v.as_mut_ptr());
+            let real = match mode {
+                Mode::Synchronous => PMPI_Issend,
+                Mode::Ready => PMPI_Irsend,
+                _ => PMPI_Isend,
+            };
+            let mut h = self.c.request_null;
+            let rc = real(
+                v.as_ptr().cast(),
+                HDR_INT,
+                self.c.packed,
+                dest,
+                tag,
+                comm,
+                &mut h,
+            );
+            if !ok(rc) {
+                // Nobody will ask for the payload.
+                PMPI_Cancel(req);
+                PMPI_Request_free(req);
+                return Err(rc);
+            }
+            Ok(Pending::Send {
+                _keep: Some(v),
+                _hdr: None,
+                header: Some(h),
+            })
         }
     }
 
@@ -301,9 +404,15 @@ impl Engine {
                             Pending::Send {
                                 _keep: Some(v),
                                 _hdr: None,
+                                header: None,
                             },
                         )
                     }
+                    Err(rc) => return rc,
+                }
+            } else if let Some(w) = self.split_to(dest, tag, comm) {
+                match self.isend_split(mode, hdr, buf, count, dt, w, dest, tag, comm, req) {
+                    Ok(p) => (abi::SUCCESS, p),
                     Err(rc) => return rc,
                 }
             } else {
@@ -317,6 +426,7 @@ impl Engine {
                             Pending::Send {
                                 _keep: None,
                                 _hdr: Some(h),
+                                header: None,
                             },
                         )
                     }
@@ -451,6 +561,7 @@ impl Engine {
                     hdr: h,
                     recv,
                     served: None,
+                    split: Split::Idle,
                 },
             );
             rc
@@ -519,7 +630,7 @@ impl Engine {
                     // The boxed arguments stay put while the request lives.
                     let a = &*a;
                     match self.serve_from_stash(a) {
-                        Ok(None) => PMPI_Start(req),
+                        Ok(None) => self.start_recv(req),
                         Ok(Some(served)) => {
                             // Not started in MPI: the message is here. MPI
                             // completes the inactive request at once; the
@@ -538,8 +649,25 @@ impl Engine {
                         }
                     }
                 }
-                Started::Other => PMPI_Start(req),
+                Started::Other => {
+                    if self.lock().reqs.kind(key(*req)) == Some(Kind::PRecv) {
+                        self.start_recv(req)
+                    } else {
+                        PMPI_Start(req)
+                    }
+                }
             }
+        }
+    }
+
+    /// Starts a persistent receive in MPI, watched (`watch_split`).
+    unsafe fn start_recv(&self, req: *mut Request) -> c_int {
+        unsafe {
+            let rc = PMPI_Start(req);
+            if ok(rc) {
+                Self::watch_split(&mut self.lock(), *req);
+            }
+            rc
         }
     }
 

@@ -7,6 +7,14 @@ use super::*;
 pub const HDR: usize = 32;
 pub(super) const HDR_INT: c_int = 32;
 pub(super) const MAGIC: u32 = 0x4C47_5021; // "LGP!"
+/// A header sent alone: the payload follows as a message of its own on
+/// `Engine::payload_comm`, from the sender's MPI_COMM_WORLD rank (`src`),
+/// tagged `payload_tag(seq)`, contiguous and without a header. A struct
+/// datatype makes MPI take its non-contiguous path (a pack into its own
+/// buffers), which on Open MPI 4.1 and MPICH 4.0 here moves large
+/// messages at twice native bandwidth, and elsewhere slower: the emulated
+/// machine at zero knobs would not be the native one.
+pub(super) const MAGIC_SPLIT: u32 = 0x4C47_502B; // "LGP+"
 
 /// The piggyback.
 #[repr(C)]
@@ -59,6 +67,12 @@ impl Header {
             lag: u32::MAX,
             ..Header::default()
         }
+    }
+    /// The tag of this split message's payload on `Engine::payload_comm`:
+    /// 1 ..= `tags` from the sender's count of messages, so that payloads
+    /// of one sender in flight together have distinct tags.
+    pub(super) fn payload_tag(&self, tags: u32) -> c_int {
+        c_int::try_from(1 + self.seq % tags.max(1)).unwrap_or(1)
     }
     pub(super) fn write_to(&self, p: *mut u8) {
         // SAFETY: callers pass a buffer of at least HDR bytes.
@@ -124,16 +138,106 @@ pub(super) enum Wire {
         buf: *mut u8,
         cap: usize,
         placed: bool,
+        /// The application's communicator (a payload's truncation is
+        /// raised on it).
+        comm: Comm,
     },
-    /// Zero-copy: MPI itself places the payload with the user's datatype.
-    Struct { hdr: Box<Header> },
+    /// Zero-copy: MPI itself places the payload with the user's datatype
+    /// (`into`), or, when the header came alone (`MAGIC_SPLIT`), receives
+    /// the payload into it as a second message (`split`).
+    Struct {
+        hdr: Box<Header>,
+        into: Landing,
+        split: Split,
+        comm: Comm,
+    },
+}
+
+/// The receive's buffer, for the payload of a split message.
+pub(super) enum Landing {
+    /// One contiguous block of `bytes` at `buf`, received as MPI_BYTE.
+    Bytes { buf: *mut c_void, bytes: c_int },
+    /// `count` × `dt` at `buf`: the application's datatype, alive for the
+    /// call (a blocking receive, a persistent request's duplicate), or
+    /// the shim's own duplicate (`owned`, freed with this).
+    Typed {
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        owned: bool,
+    },
+}
+
+impl Landing {
+    /// Buffer, count and datatype of the payload's receive.
+    pub(super) fn args(&self, byte: Datatype) -> (*mut c_void, c_int, Datatype) {
+        match *self {
+            Landing::Bytes { buf, bytes } => (buf, bytes, byte),
+            Landing::Typed { buf, count, dt, .. } => (buf, count, dt),
+        }
+    }
+}
+
+impl Drop for Landing {
+    fn drop(&mut self) {
+        if let Landing::Typed {
+            dt, owned: true, ..
+        } = self
+        {
+            // SAFETY: our own duplicate, used by no pending request: the
+            // payload receive, if posted, has completed.
+            unsafe { PMPI_Type_free(dt) };
+        }
+    }
+}
+
+/// Where the payload receive of a split message stands.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) enum Split {
+    /// Not posted (no split header seen yet).
+    #[default]
+    Idle,
+    /// Posted; the request is the shim's own.
+    Posted(Request),
+    /// Received: `bytes`, and MPI's return code (a truncation).
+    Done { bytes: usize, rc: c_int },
 }
 
 impl Wire {
     pub(super) fn header(&self) -> Header {
         match self {
             Wire::Staged { stage, .. } => Header::read_from(stage.as_ptr()),
-            Wire::Struct { hdr } => **hdr,
+            Wire::Struct { hdr, .. } => **hdr,
+        }
+    }
+
+    pub(super) fn comm(&self) -> Comm {
+        match self {
+            Wire::Staged { comm, .. } | Wire::Struct { comm, .. } => *comm,
+        }
+    }
+
+    /// The payload's bytes where a split message's payload is in.
+    pub(super) fn split_bytes(&self) -> Option<usize> {
+        match self {
+            Wire::Struct {
+                split: Split::Done { bytes, .. },
+                ..
+            } => Some(*bytes),
+            _ => None,
+        }
+    }
+
+    /// A placeholder, taking the place of a wire moved out.
+    pub(super) fn empty(comm: Comm) -> Wire {
+        Wire::Struct {
+            hdr: Box::default(),
+            into: Landing::Bytes {
+                buf: std::ptr::null_mut(),
+                bytes: 0,
+            },
+            split: Split::Idle,
+            comm,
         }
     }
 
@@ -150,6 +254,7 @@ impl Wire {
                 buf,
                 cap,
                 placed,
+                ..
             } = self
             {
                 if !*placed {
