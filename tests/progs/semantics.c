@@ -18,8 +18,9 @@
  *   6. Sendrecv and Sendrecv_replace around a ring deliver the right data;
  *   7. every send mode (Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend,
  *      Irsend, Bsend_init, Rsend_init) delivers, at 8 bytes and 70000 bytes;
- *      an Ssend does not complete before the matching receive is posted
- *      (3 ms late, compared on the shared CLOCK_MONOTONIC of one host);
+ *      an Ssend (1 byte) and an Issend (20000 bytes) do not complete
+ *      before the matching receive is posted (3 ms late, compared on the
+ *      shared CLOCK_MONOTONIC of one host);
  *   8. several nonblocking receives of probed messages (which the shim has
  *      already taken off the network) in flight at once, completed by
  *      Waitall, Waitany and Wait in reverse order, each get their own data
@@ -382,26 +383,41 @@ static void send_modes(void) {
     MPI_OK(MPI_Buffer_detach(&att, &sz));
     free(att);
   }
-  /* Ssend completes only once the receive is posted (here 3 ms later).
+  /* Ssend completes only once the receive is posted (here 3 ms later):
+   * a blocking Ssend of one byte, and an Issend + Wait of 20000 bytes
+   * (above the shim's staging threshold: the shim sends its payload and
+   * its header as two messages, and the request is the payload's).
    * Both ranks read the same CLOCK_MONOTONIC (one host), so rank 1 sends
    * the time it posted the receive and rank 0 compares: under
    * oversubscription the barrier does not line the ranks up. */
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (my_rank == 0) {
-    char x = 7;
-    double posted = 0;
-    MPI_OK(MPI_Ssend(&x, 1, MPI_BYTE, 1, 598, MPI_COMM_WORLD));
-    double done = now_us();
-    MPI_OK(MPI_Recv(&posted, 1, MPI_DOUBLE, 1, 597, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    CHECK(done >= posted, "Ssend completed %.0f us before the matching receive was posted",
-          posted - done);
-  } else if (my_rank == 1) {
-    char x = 0;
-    busy_until(now_us() + 3000);
-    double posted = now_us();
-    MPI_OK(MPI_Recv(&x, 1, MPI_BYTE, 0, 598, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    CHECK(x == 7, "Ssend: data differs");
-    MPI_OK(MPI_Send(&posted, 1, MPI_DOUBLE, 0, 597, MPI_COMM_WORLD));
+  enum { SBIG = 20000 };
+  for (int big = 0; big < 2; big++) {
+    int sn = big ? SBIG : 1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (my_rank == 0) {
+      memset(b, 7, (size_t)sn);
+      double posted = 0;
+      if (big) {
+        MPI_Request sr;
+        MPI_OK(MPI_Issend(b, sn, MPI_BYTE, 1, 598, MPI_COMM_WORLD, &sr));
+        MPI_OK(MPI_Wait(&sr, MPI_STATUS_IGNORE));
+      } else {
+        MPI_OK(MPI_Ssend(b, sn, MPI_BYTE, 1, 598, MPI_COMM_WORLD));
+      }
+      double done = now_us();
+      MPI_OK(MPI_Recv(&posted, 1, MPI_DOUBLE, 1, 597, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      CHECK(done >= posted, "%s of %d bytes completed %.0f us before the matching receive was posted",
+            big ? "Issend" : "Ssend", sn, posted - done);
+    } else if (my_rank == 1) {
+      memset(b, 0, (size_t)sn);
+      busy_until(now_us() + 3000);
+      double posted = now_us();
+      MPI_OK(MPI_Recv(b, sn, MPI_BYTE, 0, 598, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      int same = 1;
+      for (int i = 0; i < sn; i++) same &= b[i] == 7;
+      CHECK(same, "%s of %d bytes: data differs", big ? "Issend" : "Ssend", sn);
+      MPI_OK(MPI_Send(&posted, 1, MPI_DOUBLE, 0, 597, MPI_COMM_WORLD));
+    }
   }
   free(b);
 }
