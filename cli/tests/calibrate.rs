@@ -171,6 +171,28 @@ fn params_ok(row: &std::collections::HashMap<String, String>) -> Result<(), Stri
     Ok(())
 }
 
+/// Rows' median, column by column, for the columns `params_ok` reads.
+fn median_row(
+    rows: &[&std::collections::HashMap<String, String>],
+) -> std::collections::HashMap<String, String> {
+    let mut m = rows[0].clone();
+    for col in [
+        "o_s_ns",
+        "o_r_ns",
+        "g_ns",
+        "g_s_ns",
+        "g_r_ns",
+        "G_ns_per_B",
+        "RTT_ns",
+        "L_ns",
+    ] {
+        let mut v: Vec<f64> = rows.iter().map(|r| num(r, col)).collect();
+        v.sort_by(f64::total_cmp);
+        m.insert(col.to_string(), v[v.len() / 2].to_string());
+    }
+    m
+}
+
 fn baseline_only(mpi: &str) {
     baseline_with(mpi, &["--mpi", mpi]);
 }
@@ -237,18 +259,28 @@ fn quick_sweep(mpi: &str) {
 /// One `--quick` run; false when a baseline row failed its noise check and
 /// `last` is false (the caller tries again).
 fn quick_sweep_once(mpi: &str, last: bool) -> bool {
-    let out = calibrate(&format!("quick-{mpi}"), &["--quick", "--mpi", mpi]);
+    // Three baseline runs, and the noise check on their median (the
+    // baseline the report uses): natively, PyPI's MPICH 5 on this 2-core
+    // machine gave 8-byte round trips of 2 to 18 us from one run to the
+    // next, and o_s by eq. 6 came out negative in 3 of 6 single runs.
+    let out = calibrate(
+        &format!("quick-{mpi}"),
+        &["--quick", "--baseline-runs", "3", "--mpi", mpi],
+    );
     check_files(&out, &["plot-o_s.svg"]);
     let rows = csv(&out);
     let sweep: Vec<_> = rows.iter().filter(|r| r["knob"] == "o_s").collect();
     assert_eq!(sweep.len(), 3, "--quick sweeps o_s over 0, 20, 50 us");
+    let base: Vec<_> = rows.iter().filter(|r| r["knob"] == "baseline").collect();
+    assert_eq!(base.len(), 3, "three baseline runs");
+    if let Err(e) = params_ok(&median_row(&base)) {
+        let _ = std::fs::remove_dir_all(&out);
+        assert!(!last, "baseline median of {} runs: {e}", base.len());
+        return false;
+    }
     for r in rows.iter() {
         if r["knob"] == "baseline" {
-            if let Err(e) = params_ok(r) {
-                let _ = std::fs::remove_dir_all(&out);
-                assert!(!last, "{e}");
-                return false;
-            }
+            continue;
         } else {
             // Under a large o_s the per-byte term (G) and L = PRTT/2 - o_s -
             // o_r are differences of large, noisy numbers and may come out
