@@ -147,16 +147,19 @@ fn check_files(out: &Path, extra: &[&str]) {
 
 /// Every parameter finite and positive, and L = RTT/2 - o_s - o_r not
 /// below -RTT/2; the first violation as an error.
+/// The baseline columns that must come out positive (`params_ok`).
+const POSITIVE: [&str; 7] = [
+    "o_s_ns",
+    "o_r_ns",
+    "g_ns",
+    "g_s_ns",
+    "g_r_ns",
+    "G_ns_per_B",
+    "RTT_ns",
+];
+
 fn params_ok(row: &std::collections::HashMap<String, String>) -> Result<(), String> {
-    for col in [
-        "o_s_ns",
-        "o_r_ns",
-        "g_ns",
-        "g_s_ns",
-        "g_r_ns",
-        "G_ns_per_B",
-        "RTT_ns",
-    ] {
+    for col in POSITIVE {
         let v = num(row, col);
         if !(v.is_finite() && v > 0.0) {
             return Err(format!("{col} = {v} in {row:?}"));
@@ -176,16 +179,7 @@ fn median_row(
     rows: &[&std::collections::HashMap<String, String>],
 ) -> std::collections::HashMap<String, String> {
     let mut m = rows[0].clone();
-    for col in [
-        "o_s_ns",
-        "o_r_ns",
-        "g_ns",
-        "g_s_ns",
-        "g_r_ns",
-        "G_ns_per_B",
-        "RTT_ns",
-        "L_ns",
-    ] {
+    for col in POSITIVE.into_iter().chain(["L_ns"]) {
         let mut v: Vec<f64> = rows.iter().map(|r| num(r, col)).collect();
         v.sort_by(f64::total_cmp);
         m.insert(col.to_string(), v[v.len() / 2].to_string());
