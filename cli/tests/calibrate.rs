@@ -339,7 +339,7 @@ fn varied_l_shows_its_realised_distribution_openmpi() {
             // time, the median over the baseline runs; three runs outvote
             // one disturbed run. Not the whole story: run beside the other
             // tests of this file (--test-threads=2) the realised median
-            // still came out 6-8 us at 20 us (IQR right) in 3 of 5 runs,
+            // still came out 6-8 us at 20 us (IQR right) in 2 of 6 runs,
             // alone 0 of 6; the cause is not found (issue 12's note).
             "--baseline-runs",
             "3",
