@@ -187,6 +187,28 @@ impl Raw {
             .fold(0.0, f64::max)
     }
 
+    /// The median one-way time 0 → 1 (`oneway` rows) against half the
+    /// median round trip PRTT(1,0,s) of the same run, on one host (the
+    /// one-way rows compare two ranks' clocks). A quiet run of any knob
+    /// gives 0.8–1.4 (two full reports and the test suite's runs, this
+    /// 2-core machine), because every knob acts alike in both directions.
+    /// The one-way phase comes last and lasts a fraction of a second;
+    /// other processes can slow all of it and nothing else: seen at
+    /// 6–106× with PRTT and its median/p10 quiet, in baselines whose
+    /// median one-way time is the zero of a varied L's realised
+    /// distribution (a baseline at 15.9 µs took 16 µs off every realised
+    /// sample). None when the run lacks the rows or spans hosts.
+    pub fn oneway_excess(&self) -> Option<f64> {
+        let size = self.meta_u64("size").ok()?;
+        let (h0, h1) = self.pair()?;
+        if h0 != h1 {
+            return None;
+        }
+        let ow = stats::median(self.get("oneway", 1, size, false).ok()?)?;
+        let rtt = stats::median(self.get("prtt", 1, size, false).ok()?)?;
+        (rtt > 0.0 && ow > 0.0).then(|| ow / (rtt / 2.0))
+    }
+
     /// How far the delayed PRTT lies above Hoefler's model of it, from
     /// the run's own other measurements: PRTT(n,d,s) / (PRTT(1,0,s) +
     /// (n−1)·max(o_s + d, g + (s−1)G)), the model behind eq. 6, with o_s
@@ -710,6 +732,31 @@ mod tests {
         let slow = Raw::parse(&slow).unwrap();
         assert!((slow.disturbance() - 1.0).abs() < 1e-9);
         assert!(slow.model_excess().unwrap() > 1.9);
+    }
+
+    #[test]
+    fn oneway_excess_compares_the_one_way_phase_with_half_the_round_trip() {
+        let base = synthetic(300.0, 90.0, 70.0, 200.0, 0.1);
+        // no oneway rows, or no hosts named: not checked
+        assert_eq!(Raw::parse(&base).unwrap().oneway_excess(), None);
+        let with = |host1: &str, ow: f64| {
+            let mut t = format!("# meta host0 vm\n# meta host1 {host1}\n{base}");
+            for r in 0..8 {
+                t += &format!("oneway 1 0 8 {r} {ow} 0\n");
+            }
+            Raw::parse(&t).unwrap()
+        };
+        // PRTT(1) = 2 (300 + 90 + 70 + 0.7) = 921.4: half is 460.7
+        let quiet = with("vm", 470.0).oneway_excess().unwrap();
+        assert!((quiet - 470.0 / 460.7).abs() < 1e-9, "{quiet}");
+        let slowed = with("vm", 15_900.0);
+        assert!(slowed.oneway_excess().unwrap() > 30.0);
+        assert!(
+            (slowed.disturbance() - 1.0).abs() < 1e-9,
+            "PRTT stays quiet"
+        );
+        // two hosts: the rows compare two clocks
+        assert_eq!(with("other", 470.0).oneway_excess(), None);
     }
 
     #[test]

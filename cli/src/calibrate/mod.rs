@@ -568,21 +568,28 @@ pub const DISTURBED: f64 = 2.0;
 /// own o_s, d and g this many times was disturbed for a stretch (see
 /// `Raw::model_excess`; quiet runs stay below 1.07).
 pub const MODEL_OFF: f64 = 1.25;
+/// A run whose median one-way time lies further than this factor from
+/// half its round trip, either way, was disturbed during one of the two
+/// phases (see `Raw::oneway_excess`; quiet runs stay within 0.8–1.4).
+pub const ONEWAY_OFF: f64 = 2.0;
 
 /// How disturbed a run was: the median/p10 ratio of its PRTTs
-/// (`Raw::disturbance`) and its delayed PRTT against the model
+/// (`Raw::disturbance`), its delayed PRTT against the model
 /// (`Raw::model_excess`; NaN when not checked: a varied knob's draws make
-/// the mean and the median differ).
+/// the mean and the median differ) and its median one-way time against
+/// half its round trip (`Raw::oneway_excess`; NaN where not measured).
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Disturbance {
     pub median_p10: f64,
     pub model_excess: f64,
+    pub oneway_excess: f64,
 }
 
 impl Disturbance {
     pub const UNKNOWN: Disturbance = Disturbance {
         median_p10: f64::NAN,
         model_excess: f64::NAN,
+        oneway_excess: f64::NAN,
     };
 
     fn of(r: &kernel::Raw, varied: bool) -> Disturbance {
@@ -593,18 +600,30 @@ impl Disturbance {
             } else {
                 r.model_excess().unwrap_or(f64::NAN)
             },
+            oneway_excess: r.oneway_excess().unwrap_or(f64::NAN),
         }
     }
 
-    /// Beyond either threshold.
+    fn oneway_off(&self) -> bool {
+        self.oneway_excess > ONEWAY_OFF || self.oneway_excess < 1.0 / ONEWAY_OFF
+    }
+
+    /// Beyond any threshold.
     pub fn disturbed(&self) -> bool {
-        self.median_p10 > DISTURBED || self.model_excess > MODEL_OFF
+        self.median_p10 > DISTURBED || self.model_excess > MODEL_OFF || self.oneway_off()
     }
 }
 
 impl std::fmt::Display for Disturbance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let by_model = self.model_excess > MODEL_OFF;
+        if self.oneway_off() && self.median_p10 <= DISTURBED && !by_model {
+            return write!(
+                f,
+                "median one-way time = {:.2}× half the round trip, outside 1/{ONEWAY_OFF}..{ONEWAY_OFF}",
+                self.oneway_excess
+            );
+        }
         if self.median_p10 > DISTURBED || !by_model {
             write!(
                 f,
@@ -1165,6 +1184,7 @@ mod tests {
         let d = |median_p10, model_excess| Disturbance {
             median_p10,
             model_excess,
+            oneway_excess: 1.0,
         };
         assert!(!d(1.3, 1.05).disturbed());
         assert!(d(2.5, 1.0).disturbed());
@@ -1173,6 +1193,15 @@ mod tests {
         assert!(d(2.5, 1.0).to_string().contains("median/p10 of PRTT = 2.5"));
         // not checked (a varied knob): only the spread decides
         assert!(!d(1.3, f64::NAN).disturbed());
+        // a one-way phase slowed throughout, PRTT quiet (a baseline at
+        // 15.9 us one-way, 0.75 us round trip), or sped past its half
+        let ow = |x| Disturbance {
+            oneway_excess: x,
+            ..d(1.3, 1.05)
+        };
+        assert!(ow(42.4).disturbed() && ow(0.3).disturbed());
+        assert!(ow(42.4).to_string().contains("42.40× half the round trip"));
+        assert!(!ow(1.4).disturbed() && !ow(0.8).disturbed() && !ow(f64::NAN).disturbed());
     }
 
     #[test]
