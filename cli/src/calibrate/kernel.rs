@@ -4,7 +4,7 @@
 
 use crate::job::{self, End};
 use crate::launch::{self, Family, Mpi};
-use loggp_core::fit::{theil_sen_slope, ChangeDetector, Range};
+use loggp_core::fit::{join_agreeing, theil_sen_slope, ChangeDetector, Range};
 use loggp_core::prtt;
 use loggp_core::stats::{self, Summary};
 use std::collections::BTreeMap;
@@ -298,6 +298,9 @@ pub struct Params {
 
 /// A protocol range needs this many message sizes to give G.
 pub const MIN_G_POINTS: usize = 5;
+/// Neighbouring protocol ranges whose slopes and levels agree within this
+/// fraction are one range (`loggp_core::fit::join_agreeing`).
+pub const JOIN_TOL: f64 = 0.1;
 
 /// Names of the parameters in report order, and how to read them.
 pub const PARAMS: &[&str] = &["L", "o_s", "o_r", "g", "g_s", "g_r", "G", "RTT"];
@@ -417,7 +420,10 @@ impl Params {
         }
         fit.sort_by_key(|p| p.size);
         let pts: Vec<(f64, f64)> = fit.iter().map(|p| ((p.size - 1) as f64, p.gap)).collect();
-        let ranges = ChangeDetector::default().ranges(&pts);
+        // Hoefler's cuts, then neighbours that fit one line joined again
+        // (loggp_core::fit::join_agreeing: noise that grows with the gap
+        // cuts a long protocol range into short pieces)
+        let ranges = join_agreeing(&pts, &ChangeDetector::default().ranges(&pts), JOIN_TOL);
         // G is the slope of the last range with at least MIN_G_POINTS
         // sizes: a shorter trailing range is a handful of disturbed large
         // messages more often than a protocol; `g_range` says which sizes
