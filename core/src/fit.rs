@@ -206,8 +206,7 @@ pub fn join_agreeing(points: &[(f64, f64)], ranges: &[Range], tol: f64) -> Vec<R
     let line = |a: usize, b: usize| {
         let p = &points[a..=b];
         let slope = theil_sen_slope(p)?;
-        let mut offs: Vec<f64> = p.iter().map(|q| q.1 - slope * q.0).collect();
-        offs.sort_by(f64::total_cmp);
+        let offs: Vec<f64> = p.iter().map(|q| q.1 - slope * q.0).collect();
         Some((crate::stats::median(&offs)?, slope))
     };
     let mut out: Vec<Range> = Vec::new();
