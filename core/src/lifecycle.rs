@@ -340,6 +340,17 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
     /// inactive one completes at once with an empty status, nothing of the
     /// table's to do (`None`), as does an untracked one.
     pub fn take(&mut self, k: K, copy: impl FnOnce(&mut P) -> P) -> Option<Entry<P>> {
+        if self.shared.is_empty() {
+            // One lookup for a one-shot request, the common case (and for
+            // a handle not in the table); a persistent one goes back.
+            match self.live.remove(&k) {
+                None => return None,
+                Some(e) if !e.kind.persistent() => return Some(e),
+                Some(e) => {
+                    self.live.insert(k, e);
+                }
+            }
+        }
         let e = self.live.get_mut(&k)?;
         if !e.kind.persistent() {
             return self.untrack(k);

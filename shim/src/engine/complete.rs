@@ -246,7 +246,7 @@ impl Engine {
                         self.refresh_header(r, &mut e);
                     }
                     let rc2 = self.finish(&mut e, st, true, rc);
-                    self.recycle(e);
+                    self.recycle(&mut e);
                     if ok(rc) {
                         rc2
                     } else {
@@ -557,7 +557,7 @@ impl Engine {
                     let waited = absent.get(i).copied().unwrap_or(false);
                     self.finish_of_waitall(
                         i,
-                        p,
+                        &mut p,
                         &mut sts,
                         in_status,
                         waited.then_some(came),
@@ -566,11 +566,11 @@ impl Engine {
                 }
             }
             lifecycle::delivery_order(&mut mine);
-            for (_, i, p) in mine {
+            for (_, i, mut p) in mine {
                 let waited = absent.get(i).copied().unwrap_or(false);
                 self.finish_of_waitall(
                     i,
-                    p,
+                    &mut p,
                     &mut sts,
                     in_status,
                     waited.then_some(came),
@@ -593,7 +593,7 @@ impl Engine {
     unsafe fn finish_of_waitall(
         &self,
         i: usize,
-        mut p: Taken,
+        p: &mut Taken,
         sts: &mut [Status],
         in_status: bool,
         came: Option<u64>,
@@ -606,7 +606,7 @@ impl Engine {
                 abi::SUCCESS
             };
             set_waited(came.unwrap_or(NOT_WAITED));
-            let rc = self.finish(&mut p, &mut sts[i], true, rc_i);
+            let rc = self.finish(p, &mut sts[i], true, rc_i);
             set_waited(NOT_WAITED);
             self.recycle(p);
             if !ok(rc) && ok(rc_i) {

@@ -419,12 +419,22 @@ const NAMED: u64 = 1 << 63;
 const CONTIG: u64 = 1 << 62;
 
 /// `TYPES`' word for `dt` (0 for a derived type), asking MPI on a miss.
+/// Inline: the hit is a few instructions, and every message asks.
+#[inline]
 pub(super) unsafe fn type_facts(dt: Datatype) -> u64 {
+    let k = abi::key(dt) as u64;
+    match TYPES.get(k) {
+        Some(v) => v,
+        // SAFETY: as the caller's: `dt` is the application's datatype.
+        None => unsafe { type_facts_asked(dt, k) },
+    }
+}
+
+/// `type_facts` on a miss: asks MPI, remembers the answer under `k`.
+#[cold]
+#[inline(never)]
+unsafe fn type_facts_asked(dt: Datatype, k: u64) -> u64 {
     unsafe {
-        let k = abi::key(dt) as u64;
-        if let Some(v) = TYPES.get(k) {
-            return v;
-        }
         let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
         if !ok(PMPI_Type_get_envelope(
             dt,
@@ -449,6 +459,7 @@ pub(super) unsafe fn type_facts(dt: Datatype) -> u64 {
     }
 }
 
+#[inline]
 pub(super) unsafe fn type_size(dt: Datatype) -> u64 {
     unsafe {
         let v = type_facts(dt);
@@ -494,6 +505,7 @@ pub(super) fn cancels_seen() -> bool {
     CANCELS.load(Ordering::Relaxed)
 }
 
+#[inline]
 pub(super) unsafe fn status_bytes(st: &Status, byte: Datatype) -> usize {
     unsafe {
         if let Some(n) = abi::count_at().and_then(|c| st.count_in(c)) {
@@ -507,6 +519,7 @@ pub(super) unsafe fn status_bytes(st: &Status, byte: Datatype) -> usize {
 
 /// Sets the count of bytes a status reports (MPI_Status_set_elements_x
 /// with MPI_BYTE), in place where start-up learned how.
+#[inline]
 pub(super) unsafe fn set_status_bytes(st: &mut Status, byte: Datatype, n: u64) {
     unsafe {
         if let Some(c) = abi::count_at() {
@@ -841,10 +854,11 @@ impl Engine {
 
     /// Returns the staging buffer of a completed request to the pool
     /// (small ones, and not too many).
-    fn recycle(&self, e: Taken) {
-        let v = match e.into_data() {
-            Some(Pending::Send { _keep: Some(v), .. }) => v,
-            Some(Pending::Recv(Wire::Staged { stage, .. })) => stage,
+    /// By reference: the entry is not moved (a copy of ~100 bytes).
+    fn recycle(&self, e: &mut Taken) {
+        let v = match e.data_mut() {
+            Some(Pending::Send { _keep: Some(v), .. }) => std::mem::take(v),
+            Some(Pending::Recv(Wire::Staged { stage, .. })) => std::mem::take(stage),
             _ => return,
         };
         self.lock().put_back(v);

@@ -428,6 +428,7 @@ impl Engine {
     /// the lock, `RecvGate::reserve`), waits for it when `block`, and
     /// spends o_r. Across hosts the message also tells the gate how the
     /// clocks drift (`lag`: see `Header`).
+    #[inline]
     pub(super) fn gate(&self, d: u64, lag: u32, src: u32, l: u64, payload: u64, block: bool) {
         if self.idle_gate {
             // `RecvGate::reserve` would answer `now`: the clock read (a
@@ -437,6 +438,12 @@ impl Engine {
             st.bytes_recv += payload;
             return;
         }
+        self.gate_timed(d, lag, src, l, payload, block);
+    }
+
+    /// `gate` where some receiver-side knob is set.
+    #[inline(never)]
+    fn gate_timed(&self, d: u64, lag: u32, src: u32, l: u64, payload: u64, block: bool) {
         let t = now();
         // At zero L and G nothing is looked at: no thread-local access on
         // the message path.

@@ -10,6 +10,7 @@ impl Engine {
     /// (`set_pairs`); with `LOGGP_L_DIST` the message's L is drawn here and
     /// raised to arrive no earlier than the one before it on the channel
     /// (`dest`, `tag`, `comm`).
+    #[inline]
     pub(super) fn depart(
         &self,
         bytes: u64,
@@ -28,6 +29,18 @@ impl Engine {
             st.bytes_sent += bytes;
             return (dep, Header::new(&dep, self.rank, 0));
         }
+        self.depart_timed(bytes, dest, tag, comm)
+    }
+
+    /// `depart` where some sender-side knob is set.
+    #[inline(never)]
+    fn depart_timed(
+        &self,
+        bytes: u64,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> (loggp_core::Departure, Header) {
         let k = if self.send_targeted {
             // SAFETY: `comm` is the application's (or the shim's private)
             // live communicator of this send.

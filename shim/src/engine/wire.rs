@@ -272,6 +272,7 @@ impl Wire {
 /// whose size equals its extent and true extent with both bounds at 0), so
 /// that staging can be a memcpy instead of MPI_Pack.
 /// `size` is `dt`'s size, which every caller already has.
+#[inline]
 pub(super) unsafe fn contiguous_bytes(dt: Datatype, count: c_int, size: u64) -> Option<usize> {
     unsafe {
         let v = super::type_facts(dt);
@@ -369,6 +370,7 @@ impl Engine {
     }
 
     /// Writes `[header][payload]` into `v` (resized to fit).
+    #[inline]
     pub(super) unsafe fn stage_into(
         &self,
         v: &mut Vec<u8>,
@@ -390,6 +392,23 @@ impl Engine {
                 v.set_len(HDR + n);
                 return Ok(());
             }
+            self.stage_packed(v, hdr, buf, count, dt, comm)
+        }
+    }
+
+    /// `stage_into` for a payload that is not one contiguous block:
+    /// MPI_Pack.
+    #[inline(never)]
+    unsafe fn stage_packed(
+        &self,
+        v: &mut Vec<u8>,
+        hdr: Header,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        comm: Comm,
+    ) -> Result<(), c_int> {
+        unsafe {
             let mut psize: c_int = 0;
             let rc = PMPI_Pack_size(count, dt, comm, &mut psize);
             if !ok(rc) {
