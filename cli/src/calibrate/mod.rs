@@ -559,6 +559,11 @@ pub struct Baseline {
     pub seconds: f64,
     /// Disturbed attempts that were repeated: (run, how).
     pub repeated: Vec<(u32, Disturbance)>,
+    /// A native run after each knob's sweep, in the order the sweeps ran:
+    /// each knob's rows are compared with the native machine on either
+    /// side of its sweep (`center_at`), not with one taken minutes
+    /// earlier. Empty in a raw directory from before they were taken.
+    pub between: Vec<(&'static str, Params)>,
 }
 
 /// A native run whose PRTT median exceeds this many times its 10th
@@ -702,10 +707,36 @@ impl Baseline {
     /// overshoot are tens of ns; León's tables are at 0.01 µs) or
     /// 0.001 ns/B for G.
     pub fn tolerance(&self, p: &str) -> f64 {
+        self.tolerance_around(p, self.center(p))
+    }
+
+    fn tolerance_around(&self, p: &str, center: f64) -> f64 {
         let res = if p == "G" { 1e-3 } else { 10.0 };
-        (3.0 * self.spread(p))
-            .max(0.05 * self.center(p).abs())
-            .max(res)
+        (3.0 * self.spread(p)).max(0.05 * center.abs()).max(res)
+    }
+
+    /// The native value of `p` around the sweep of `knob`: the mean of the
+    /// native run just before it (the baseline's median before the first
+    /// sweep) and the one just after it. A shared machine changes pace
+    /// over a calibration (native round trips of 0.24 and 0.76 µs in two
+    /// reports of one session): against a baseline taken once, at the
+    /// start, every later row would show that change as drift. The
+    /// baseline's median where no native run followed the sweep.
+    pub fn center_at(&self, p: &str, knob: &str) -> f64 {
+        let Some(i) = self.between.iter().position(|(k, _)| *k == knob) else {
+            return self.center(p);
+        };
+        let before = match i.checked_sub(1) {
+            Some(j) => self.between[j].1.get(p),
+            None => self.center(p),
+        };
+        (before + self.between[i].1.get(p)) / 2.0
+    }
+
+    /// `tolerance` around `center_at`: the spread is the baseline's
+    /// (back-to-back runs), the 5 % of the local native value.
+    pub fn tolerance_at(&self, p: &str, knob: &str) -> f64 {
+        self.tolerance_around(p, self.center_at(p, knob))
     }
 }
 
@@ -824,11 +855,11 @@ pub fn make_row(
     seconds: f64,
 ) -> Row {
     let measured = params.get(knob.name);
-    let base_v = base.center(knob.name);
+    let base_v = base.center_at(knob.name, knob.name);
     let (realised, below_native) = if knob.floor {
         (
             measured,
-            requested.value <= base_v + base.tolerance(knob.name),
+            requested.value <= base_v + base.tolerance_at(knob.name, knob.name),
         )
     } else {
         (measured - base_v, false)
@@ -842,8 +873,8 @@ pub fn make_row(
         .iter()
         .filter(|&&p| p != knob.name && !knob.coupled.contains(&p))
         .filter_map(|&p| {
-            let d = params.get(p) - base.center(p);
-            (d.abs() > base.tolerance(p)).then_some((p, d))
+            let d = params.get(p) - base.center_at(p, knob.name);
+            (d.abs() > base.tolerance_at(p, knob.name)).then_some((p, d))
         })
         .collect();
     Row {
@@ -929,10 +960,23 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
         return Err(format!("{} holds no baseline-N.txt", raw_dir.display()));
     }
     opts.baseline_runs = u32::try_from(runs.len()).unwrap_or(u32::MAX);
+    // The native runs after each sweep, in the order they ran (`seq`).
+    let mut between = Vec::new();
+    for knob in KNOBS {
+        let n = format!("native-after-{}", knob.name);
+        if names.contains(&n) {
+            let r = read(&n)?;
+            let seq = r.meta.get("seq").and_then(|v| v.parse::<u64>().ok());
+            between.push((seq.unwrap_or(u64::MAX), knob.name, Params::from_raw(&r)?));
+            raw.push((n, r.text));
+        }
+    }
+    between.sort_by_key(|b| b.0);
     let baseline = Baseline {
         runs,
         seconds: f64::NAN,
         repeated: Vec::new(),
+        between: between.into_iter().map(|(_, k, p)| (k, p)).collect(),
     };
     let mut knobs = Vec::new();
     for knob in KNOBS {
@@ -1034,7 +1078,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
     for k in &opts.knobs {
         sweeps.push((*k, opts.requested(k)?));
     }
-    let total = opts.baseline_runs as usize + sweeps.iter().map(|s| s.1.len()).sum::<usize>();
+    let total = opts.baseline_runs as usize + sweeps.iter().map(|s| s.1.len() + 1).sum::<usize>();
     let t0 = Instant::now();
     let mut done = 0;
     let mut raw = Vec::new();
@@ -1061,10 +1105,11 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
             t.elapsed().as_secs_f64(),
         );
     }
-    let baseline = Baseline {
+    let mut baseline = Baseline {
         runs,
         seconds: tb.elapsed().as_secs_f64(),
         repeated,
+        between: Vec::new(),
     };
     eprintln!("calibrate: baseline took {:.1}s", baseline.seconds);
 
@@ -1073,6 +1118,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
         let tk = Instant::now();
         let dist = opts.dist(knob.name).map(String::from);
         let mut rows = Vec::new();
+        let mut measured = Vec::new();
         for req in values {
             let t = Instant::now();
             let vars = opts.vars(&knob, &req.text);
@@ -1093,6 +1139,31 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
             done += 1;
             let secs = t.elapsed().as_secs_f64();
             progress(done, total, &format!("{}={}", knob.name, req.text), secs);
+            measured.push((req, params, secs, disturbed, still, spread));
+        }
+        // The native machine right after this sweep (see
+        // `Baseline::center_at`); the rows are made once it is in.
+        let t = Instant::now();
+        let label = format!("native-after-{}", knob.name);
+        let (mut r, disturbed) = run_checked(&kopts, None, &[], &label, &mut raw)?;
+        if !disturbed.is_empty() {
+            eprintln!(
+                "calibrate: {label}: {} disturbed attempt(s) repeated",
+                disturbed.len()
+            );
+        }
+        baseline.between.push((knob.name, Params::from_raw(&r)?));
+        // Where it falls in the order of the sweeps, for --reanalyse.
+        r.text = format!("# meta seq {}\n{}", baseline.between.len(), r.text);
+        raw.push((label, r.text));
+        done += 1;
+        progress(
+            done,
+            total,
+            &format!("native after {}", knob.name),
+            t.elapsed().as_secs_f64(),
+        );
+        for (req, params, secs, disturbed, still, spread) in measured {
             let mut row = make_row(&knob, req, params, &baseline, secs);
             row.disturbed = disturbed;
             row.disturbance = still;
@@ -1169,7 +1240,33 @@ mod tests {
             ],
             seconds: 1.0,
             repeated: Vec::new(),
+            between: Vec::new(),
         }
+    }
+
+    #[test]
+    fn rows_are_compared_with_the_native_runs_around_their_sweep() {
+        let mut b = base();
+        // The machine slowed after the baseline: L 210 around o_s's sweep
+        // (200 before it, 220 after), 260 around o_r's (220, 300).
+        b.between = vec![
+            ("o_s", params(220.0, 100.0, 120.0, 92.0)),
+            ("o_r", params(300.0, 100.0, 120.0, 92.0)),
+        ];
+        assert_eq!(b.center_at("L", "o_s"), 210.0);
+        assert_eq!(b.center_at("L", "o_r"), 260.0);
+        // A knob with no run after its sweep: the baseline's median.
+        assert_eq!(b.center_at("L", "g_s"), b.center("L"));
+        // 5 % of the local value; the spread is the baseline's.
+        assert_eq!(b.tolerance_at("L", "o_r"), (3.0 * b.spread("L")).max(13.0));
+        // L at 262 in o_r's sweep is not drift; against the baseline of
+        // the start (200, tolerance 10..) it would be.
+        let o_r = KNOBS.iter().find(|k| k.name == "o_r").unwrap();
+        let m = params(262.0, 100.0, 120.0, 92.0);
+        let r = make_row(o_r, req("0us", 0.0), m.clone(), &b, 1.0);
+        assert!(!r.drift.iter().any(|(p, _)| *p == "L"), "{:?}", r.drift);
+        let r = make_row(o_r, req("0us", 0.0), m, &base(), 1.0);
+        assert!(r.drift.iter().any(|(p, _)| *p == "L"), "{:?}", r.drift);
     }
 
     fn req(text: &str, value: f64) -> Requested {

@@ -163,6 +163,24 @@ pub fn markdown(cal: &Calibration) -> String {
         s,
         "Baseline = median over the runs; σ = 1.4826·MAD over the runs (robust to one disturbed run). tolerance = max(3σ, 5 % of the baseline, 0.010 µs or 0.001 ns/B): an untouched parameter that moves further is flagged.\n"
     );
+    if !b.between.is_empty() {
+        let mut rows = Vec::new();
+        for (k, r) in &b.between {
+            let mut row = vec![format!("after {k}")];
+            row.extend(PARAMS.iter().map(|p| cell(p, r.get(p))));
+            row.extend([
+                cell("o_s", r.o_s_call),
+                format!("{}/{}", r.outliers, r.repetitions),
+            ]);
+            rows.push(row);
+        }
+        let _ = writeln!(s, "Native runs after each sweep:\n");
+        table(&mut s, &head, &rows);
+        let _ = writeln!(
+            s,
+            "Each knob's rows (realised values and drift) are measured against the native machine around its sweep: the mean of the native run before the sweep (the baseline's median before the first) and the one after it, so that the machine's own change of pace over the calibration is not read as drift. The tolerance keeps the baseline's σ, with 5 % of that local value.\n"
+        );
+    }
     for (run, dist) in &b.repeated {
         let _ = writeln!(
             s,
@@ -613,6 +631,14 @@ struct JsonBaseline<'a> {
     median: Pairs<&'a str, f64>,
     sigma: Pairs<&'a str, f64>,
     seconds: f64,
+    /// The native run after each knob's sweep, in the order run.
+    after_sweep: Vec<JsonAfter<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonAfter<'a> {
+    knob: &'a str,
+    params: JsonParams<'a>,
 }
 
 #[derive(Serialize)]
@@ -697,6 +723,14 @@ fn json(cal: &Calibration) -> String {
             median: Pairs(PARAMS.iter().map(|p| (*p, b.center(p))).collect()),
             sigma: Pairs(PARAMS.iter().map(|p| (*p, b.spread(p))).collect()),
             seconds: b.seconds,
+            after_sweep: b
+                .between
+                .iter()
+                .map(|(k, p)| JsonAfter {
+                    knob: k,
+                    params: JsonParams::from(p),
+                })
+                .collect(),
         },
         knobs: cal
             .knobs
