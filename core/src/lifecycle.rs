@@ -340,21 +340,21 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
     /// inactive one completes at once with an empty status, nothing of the
     /// table's to do (`None`), as does an untracked one.
     pub fn take(&mut self, k: K, copy: impl FnOnce(&mut P) -> P) -> Option<Entry<P>> {
-        if self.shared.is_empty() {
+        let e = if self.shared.is_empty() {
             // One lookup for a one-shot request, the common case (and for
-            // a handle not in the table); a persistent one goes back.
-            match self.live.remove(&k) {
-                None => return None,
-                Some(e) if !e.kind.persistent() => return Some(e),
-                Some(e) => {
-                    self.live.insert(k, e);
-                }
+            // a handle not in the table); a persistent one goes back,
+            // two lookups as before.
+            match self.live.remove(&k)? {
+                e if !e.kind.persistent() => return Some(e),
+                e => self.live.entry(k).or_insert(e),
             }
-        }
-        let e = self.live.get_mut(&k)?;
-        if !e.kind.persistent() {
-            return self.untrack(k);
-        }
+        } else {
+            let e = self.live.get_mut(&k)?;
+            if !e.kind.persistent() {
+                return self.untrack(k);
+            }
+            e
+        };
         if !e.active {
             return None;
         }
@@ -693,6 +693,30 @@ mod tests {
         // Freed: gone.
         assert!(t.untrack(3).is_some());
         assert_eq!(t.look(3), Look::Untracked);
+    }
+
+    #[test]
+    fn take_is_the_same_with_and_without_queued_shared_sends() {
+        // `take` has a one-lookup path while no shared send is queued;
+        // both paths must give the same answers.
+        for queued in [false, true] {
+            let mut t = T::default();
+            if queued {
+                t.track_send(8, 40, "a", 0);
+                t.track_send(8, 50, "b", 0);
+            }
+            t.track(3, Kind::PSend, "ps");
+            t.track(4, Kind::Recv, "r");
+            assert!(t.take(3, |p| *p).is_none(), "inactive, queued={queued}");
+            t.start(3).unwrap();
+            let e = t.take(3, |p| *p).unwrap();
+            assert_eq!((e.kind(), e.active()), (Kind::PSend, false));
+            assert!(t.contains(3), "persistent stays, queued={queued}");
+            assert_eq!(t.look(3), Look::Inactive);
+            assert_eq!(t.take(4, |p| *p).unwrap().data(), Some(&"r"));
+            assert!(!t.contains(4), "one-shot leaves, queued={queued}");
+            assert!(t.take(5, |p| *p).is_none(), "untracked");
+        }
     }
 
     #[test]
