@@ -418,6 +418,13 @@ impl Config {
         !(self.l_dist.is_fixed() && self.o_s_dist.is_fixed() && self.o_r_dist.is_fixed())
     }
 
+    /// The sender only stamps its departures (`SendSide::stamp`): no pair
+    /// has an `o_s`, a `g_s` or a `G` floor, and no knob is drawn (a
+    /// varied `L` is drawn by the sender).
+    pub fn sender_stamps_only(&self) -> bool {
+        !(self.any_o_s() || self.any_g_s() || self.any_g_big() || self.varied())
+    }
+
     /// `L` is above zero for some pair.
     pub fn any_l(&self) -> bool {
         self.l > 0 || self.targets.l.values().any(|v| v > 0)

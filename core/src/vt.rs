@@ -156,6 +156,20 @@ impl SendSide {
         self.depart_with(now, bytes, self.g_s, self.g_big)
     }
 
+    /// `depart` where no pair has a `g_s` or a `G` floor and no `o_s`
+    /// (`Config::sender_stamps_only`): the link is never busy, nothing
+    /// queues, and the departure is `now` (kept in order with the
+    /// departures before it: another thread's clock may read behind).
+    pub fn stamp(&mut self, now: u64) -> Departure {
+        let d = now.max(self.link_free);
+        self.link_free = d;
+        Departure {
+            ready: now,
+            d,
+            complete_at: d,
+        }
+    }
+
     /// `depart` for a message whose pair has its own `g_s` and `G`
     /// (targeting): the link is busy `g_s + (s-1)·G` of *this* message's
     /// pair after it departs, so the next departure, to anyone, waits that.
@@ -223,6 +237,15 @@ impl Seen {
             Seen::CameAt(t) => t,
         }
     }
+}
+
+/// The native transit of a message's class of pairs at its size.
+#[derive(Clone, Copy, Debug)]
+struct Class {
+    /// Transit at the message's size, ns.
+    ns: u64,
+    /// Native time per byte at the largest sizes (`Transit::per_byte_ns`).
+    per_byte_ns: f64,
 }
 
 /// Per-rank receiver state: the delivery gate.
@@ -349,10 +372,31 @@ impl RecvGate {
             return 0;
         }
         let (d, transit) = self.local(d);
-        let extra_g = (k.g_big - transit.per_byte_ns).max(0.0);
-        let floor = round_ns(transit.of(bytes)).saturating_sub(self.ahead_of(src));
+        let class = Class {
+            ns: round_ns(transit.of(bytes)),
+            per_byte_ns: transit.per_byte_ns,
+        };
+        self.arrival_of(src, d, class, bytes, seen, k)
+    }
+
+    /// `arrival_for` of a departure `d` already on this rank's clock, whose
+    /// pair's class has native transit `class` for its size.
+    fn arrival_of(&self, src: u32, d: u64, class: Class, bytes: u64, seen: Seen, k: &Knobs) -> u64 {
+        if k.l == 0 && k.g_big == 0.0 {
+            return 0;
+        }
+        let extra_g = (k.g_big - class.per_byte_ns).max(0.0);
+        let floor = class.ns.saturating_sub(self.ahead_of(src));
         let native = (d + floor).max(seen.time());
         native + round_ns(k.l as f64 + bytes_after_first(bytes) * extra_g)
+    }
+
+    /// `ready_at_for` of a message whose virtual arrival is `a`.
+    fn ready_after(&self, a: u64, k: &Knobs) -> u64 {
+        match self.last_delivery {
+            Some(last) if k.g_r > 0 => a.max(last + k.g_r),
+            _ => a,
+        }
     }
 
     /// True when no knob moves an arrival (`L` and `G` zero for every pair;
@@ -391,11 +435,7 @@ impl RecvGate {
     /// pair after the previous delivery, from anyone.
     pub fn ready_at_for(&self, src: u32, d: u64, bytes: u64, seen: Seen, k: Option<&Knobs>) -> u64 {
         let a = self.arrival_for(src, d, bytes, seen, k);
-        let k = k.unwrap_or(&self.knobs);
-        match self.last_delivery {
-            Some(last) if k.g_r > 0 => a.max(last + k.g_r),
-            _ => a,
-        }
+        self.ready_after(a, k.unwrap_or(&self.knobs))
     }
 
     /// Reserves the delivery of a message natively complete at `now`: its
@@ -437,7 +477,11 @@ impl RecvGate {
         k: Option<&Knobs>,
     ) -> u64 {
         let (local, transit) = self.local(d);
-        let class_ns = round_ns(transit.of(bytes));
+        let class = Class {
+            ns: round_ns(transit.of(bytes)),
+            per_byte_ns: transit.per_byte_ns,
+        };
+        let class_ns = class.ns;
         let one_way = now.saturating_sub(local);
         self.min_one_way = self.min_one_way.min(one_way);
         if self.any_l_or_g && src < MAX_TRACKED_SRC {
@@ -450,7 +494,10 @@ impl RecvGate {
                 self.ahead[i] = sooner;
             }
         }
-        let r = now.max(self.ready_at_for(src, d, bytes, seen, k));
+        // `ready_at_for`, with the departure and transit found above.
+        let k = k.unwrap_or(&self.knobs);
+        let a = self.arrival_of(src, local, class, bytes, seen, k);
+        let r = now.max(self.ready_after(a, k));
         self.last_delivery = Some(self.last_delivery.map_or(r, |l| l.max(r)));
         r
     }
@@ -490,6 +537,26 @@ mod tests {
             }
         );
         assert_eq!(s.depart(101, 8).d, 101);
+    }
+
+    #[test]
+    fn a_stamp_is_the_departure_when_the_sender_decides_nothing() {
+        // Only L set: the sender stamps (Config::sender_stamps_only), and a
+        // stamp is what `depart` decides, in any order of the clock reads.
+        let c = cfg(|c| c.l = 5_000);
+        assert!(c.sender_stamps_only());
+        let (mut full, mut stamped) = (SendSide::new(&c), SendSide::new(&c));
+        for (now, bytes) in [(100, 8), (90, 1 << 20), (100, 0), (250, 64), (240, 8)] {
+            assert_eq!(stamped.stamp(now), full.depart(now, bytes), "at {now}");
+        }
+        for f in [
+            |c: &mut Config| c.o_s = 1,
+            |c: &mut Config| c.g_s = 1,
+            |c: &mut Config| c.g_big = 0.5,
+            |c: &mut Config| c.l_dist = crate::dist::Dist::Exp,
+        ] {
+            assert!(!cfg(f).sender_stamps_only());
+        }
     }
 
     #[test]
