@@ -206,16 +206,17 @@ impl Patience {
 /// wait for something that is not CPU work (a message's virtual arrival, a
 /// departure slot) spins too, except when the host is oversubscribed: then
 /// it sleeps or yields the processor while more than 20 µs remain
-/// (`loggp_core::idle::until`).
+/// (`loggp_core::idle::until`). Returns the time read last (`t` or
+/// later), for the caller's next step without another clock read.
 #[inline]
-pub fn pass_until(t: u64, busy: bool, every: u64, mut poke: impl FnMut()) {
+pub fn pass_until(t: u64, busy: bool, every: u64, mut poke: impl FnMut()) -> u64 {
+    let mut n = now();
+    if n >= t {
+        return n;
+    }
     let shared = !busy && oversubscribed();
-    let mut next = now() + every;
+    let mut next = n + every;
     loop {
-        let n = now();
-        if n >= t {
-            return;
-        }
         if n >= next && n + every < t {
             poke();
             next = now() + every;
@@ -228,6 +229,10 @@ pub fn pass_until(t: u64, busy: bool, every: u64, mut poke: impl FnMut()) {
             }
         } else {
             std::hint::spin_loop();
+        }
+        n = now();
+        if n >= t {
+            return n;
         }
     }
 }

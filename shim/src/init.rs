@@ -1107,13 +1107,14 @@ pub unsafe fn before_finalize() {
         }
         if e.cfg.log >= LogLevel::Debug {
             let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
+            let [held_ns, holds] = e.gate_held();
             let k = &e.counters;
             log::line(&format!(
                 "rank {}: {sends} sends ({bytes_sent} B), {recvs} deliveries ({bytes_recv} B), \
              {:.1} us holding {} deliveries, {:.1} us waiting to depart, {} probed early",
                 e.rank,
-                k.gate_wait_ns.load(Ordering::Relaxed) as f64 / 1e3,
-                k.gate_holds.load(Ordering::Relaxed),
+                held_ns as f64 / 1e3,
+                holds,
                 k.send_wait_ns.load(Ordering::Relaxed) as f64 / 1e3,
                 k.probed.load(Ordering::Relaxed)
             ));
@@ -1136,6 +1137,7 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
     unsafe {
         let k = &e.counters;
         let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
+        let [held_ns, holds] = e.gate_held();
         const N: usize = 8;
         const NC: c_int = 8;
         let mine: [u64; N] = [
@@ -1143,8 +1145,8 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
             recvs,
             bytes_sent,
             bytes_recv,
-            k.gate_wait_ns.load(Ordering::Relaxed),
-            k.gate_holds.load(Ordering::Relaxed),
+            held_ns,
+            holds,
             k.send_wait_ns.load(Ordering::Relaxed),
             k.probed.load(Ordering::Relaxed),
         ];

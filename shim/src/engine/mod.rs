@@ -166,6 +166,10 @@ pub(super) struct State {
     recvs: u64,
     bytes_sent: u64,
     bytes_recv: u64,
+    /// Time the gate held deliveries for virtual arrival / g_r, ns, and
+    /// how many it held (at zero knobs: none).
+    gate_wait_ns: u64,
+    gate_holds: u64,
 }
 
 // SAFETY: request handles are plain values MPI lets any thread use; the
@@ -241,10 +245,6 @@ impl std::ops::DerefMut for StateGuard<'_> {
 /// `State`).
 #[derive(Default)]
 pub struct Counters {
-    /// Time spent holding deliveries for virtual arrival / g_r, ns.
-    pub gate_wait_ns: AtomicU64,
-    /// Deliveries the gate held (at zero knobs: almost none).
-    pub gate_holds: AtomicU64,
     /// Time spent waiting for departure (queue full, blocking completion), ns.
     pub send_wait_ns: AtomicU64,
     pub probed: AtomicU64,
@@ -277,6 +277,9 @@ pub struct Engine {
     /// nothing varied, one host. A departure is then `now` and nobody reads
     /// it (the receivers' gates are idle), so `depart` reads no clock.
     idle_send: bool,
+    /// The sender only stamps its departures (`Config::sender_stamps_only`;
+    /// not `idle_send`): `Engine::depart_stamp`.
+    stamp_send: bool,
     /// The shim's own cost per send and per receive (`set_own_costs`).
     own_send_ns: u64,
     own_recv_ns: u64,
@@ -630,6 +633,8 @@ impl Engine {
                     recvs: 0,
                     bytes_sent: 0,
                     bytes_recv: 0,
+                    gate_wait_ns: 0,
+                    gate_holds: 0,
                 }),
             },
             stash_len: AtomicUsize::new(0),
@@ -648,6 +653,7 @@ impl Engine {
                 || cfg.any_g_s()
                 || cfg.any_o_s()
                 || cfg.varied()),
+            stamp_send: cfg.sender_stamps_only(),
             own_send_ns: 0,
             own_recv_ns: 0,
             to: Vec::new(),
@@ -790,12 +796,12 @@ impl Engine {
     /// before an o_s spin would wait for the spin to end. The probe is on
     /// the shim's private duplicate of MPI_COMM_WORLD, where no application
     /// message travels and nothing is received (MPICH does not progress the
-    /// network for a probe on a communicator of one rank).
-    pub(super) fn pass_time(&self, t: u64, busy: bool) {
+    /// network for a probe on a communicator of one rank). Returns the
+    /// time it ended (`pass_until`).
+    pub(super) fn pass_time(&self, t: u64, busy: bool) -> u64 {
         let comm = self.progress_comm.0;
         if comm == self.c.comm_null {
-            pass_until(t, busy, u64::MAX / 4, || {});
-            return;
+            return pass_until(t, busy, u64::MAX / 4, || {});
         }
         pass_until(t, busy, PROGRESS_EVERY_NS, || {
             let mut flag: c_int = 0;
@@ -809,7 +815,7 @@ impl Engine {
                     status_ignore(),
                 );
             }
-        });
+        })
     }
 
     fn lock(&self) -> StateGuard<'_> {
@@ -839,6 +845,12 @@ impl Engine {
     pub fn totals(&self) -> [u64; 4] {
         let st = self.lock();
         [st.sends, st.recvs, st.bytes_sent, st.bytes_recv]
+    }
+
+    /// The gate's holds so far: `[ns held, deliveries held]`.
+    pub fn gate_held(&self) -> [u64; 2] {
+        let st = self.lock();
+        [st.gate_wait_ns, st.gate_holds]
     }
 
     /// The smallest one-way time (sender's stamp to this gate) seen since

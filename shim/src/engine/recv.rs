@@ -89,8 +89,7 @@ impl Engine {
                     rc = match req {
                         Some(r) => PMPI_Irecv(p, n, self.c.packed, src, tag, comm, r),
                         None => {
-                            self.look_before_waiting(src, tag, comm);
-                            PMPI_Recv(p, n, self.c.packed, src, tag, comm, &mut st_local)
+                            self.recv_blocking(p, n, self.c.packed, src, tag, comm, &mut st_local)
                         }
                     };
                 }
@@ -102,10 +101,7 @@ impl Engine {
                     let p = abi::BOTTOM as *mut c_void;
                     rc = match req {
                         Some(r) => PMPI_Irecv(p, 1, t, src, tag, comm, r),
-                        None => {
-                            self.look_before_waiting(src, tag, comm);
-                            PMPI_Recv(p, 1, t, src, tag, comm, &mut st_local)
-                        }
+                        None => self.recv_blocking(p, 1, t, src, tag, comm, &mut st_local),
                     };
                     PMPI_Type_free(&mut t);
                 }
@@ -396,16 +392,62 @@ impl Engine {
         jobs::WATCHED.store(st.watch.len(), Ordering::Relaxed);
     }
 
-    /// Before a blocking receive: is a matching message already there? If
-    /// not, the receive waits for it, and its added L counts from when it
-    /// comes (`set_waited`). Only when that can matter: a probe costs.
-    unsafe fn look_before_waiting(&self, src: c_int, tag: c_int, comm: Comm) {
+    /// The native blocking receive of `recv`. Where what the receiver saw
+    /// of the arrival counts (`uses_seen`: an added L or G), it is posted,
+    /// asked once whether it is complete (the message was there:
+    /// `NOT_WAITED`), and else waited for (it came as the wait ended:
+    /// `CAME_NOW`), for the gate (`set_waited`). A probe before a blocking
+    /// receive saw the same, at the price of a second match (Open MPI's
+    /// MPI_Iprobe builds a request of its own: ~450 instructions per
+    /// message, `scripts/bench-instr.sh`), on the path that calibration
+    /// times as o_r.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    unsafe fn recv_blocking(
+        &self,
+        p: *mut c_void,
+        n: c_int,
+        dt: Datatype,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        st: &mut Status,
+    ) -> c_int {
         unsafe {
-            if self.uses_seen {
-                let mut flag: c_int = 0;
-                PMPI_Iprobe(src, tag, comm, &mut flag, status_ignore());
-                set_waited(if flag == 0 { CAME_NOW } else { NOT_WAITED });
+            if !self.uses_seen {
+                return PMPI_Recv(p, n, dt, src, tag, comm, st);
             }
+            self.recv_seen(p, n, dt, src, tag, comm, st)
+        }
+    }
+
+    /// `recv_blocking` where the arrival is seen (`uses_seen`).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    unsafe fn recv_seen(
+        &self,
+        p: *mut c_void,
+        n: c_int,
+        dt: Datatype,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        st: &mut Status,
+    ) -> c_int {
+        unsafe {
+            let mut r = self.c.request_null;
+            let rc = PMPI_Irecv(p, n, dt, src, tag, comm, &mut r);
+            if rc != abi::SUCCESS {
+                return rc;
+            }
+            let mut flag: c_int = 0;
+            let rc = PMPI_Test(&mut r, &mut flag, st);
+            if flag != 0 || r == self.c.request_null {
+                set_waited(NOT_WAITED);
+                return rc;
+            }
+            set_waited(CAME_NOW);
+            PMPI_Wait(&mut r, st)
         }
     }
 
@@ -470,22 +512,25 @@ impl Engine {
                 };
                 st.gate.observe(at, d, lag, payload);
             }
-            st.gate.reserve_for(src, t, d, payload, seen, k.as_ref())
+            let r = st.gate.reserve_for(src, t, d, payload, seen, k.as_ref());
+            if r > t && block {
+                // Counted here, under the lock taken anyway: two atomic
+                // additions per held message cost more (~10 ns) than the
+                // tolerance of the calibration's o_r.
+                st.gate_wait_ns += r - t;
+                st.gate_holds += 1;
+            }
+            r
         };
-        if r > t && block {
-            self.pass_time(r, false);
-            self.counters
-                .gate_wait_ns
-                .fetch_add(r - t, Ordering::Relaxed);
-            self.counters.gate_holds.fetch_add(1, Ordering::Relaxed);
-        }
+        // The time now, when the hold read it last (else `None`).
+        let held = (r > t && block).then(|| self.pass_time(r, false));
         let o_r = match &k {
             Some(k) => self.o_r_spin_from(k),
             None if !self.cfg.o_r_dist.is_fixed() => self.o_r_spin_from(&self.cfg.plain_knobs()),
             None => self.o_r_spin,
         };
         if o_r > 0 {
-            self.pass_time(now() + o_r, true);
+            self.pass_time(held.unwrap_or_else(now) + o_r, true);
         }
     }
 }

@@ -29,7 +29,24 @@ impl Engine {
             st.bytes_sent += bytes;
             return (dep, Header::new(&dep, self.rank, 0));
         }
+        if self.stamp_send {
+            return self.depart_stamp(bytes);
+        }
         self.depart_timed(bytes, dest, tag, comm)
+    }
+
+    /// `depart` where the sender only stamps (`Config::sender_stamps_only`:
+    /// an added L alone, for instance): one clock read, no spin, no wait.
+    #[inline(never)]
+    fn depart_stamp(&self, bytes: u64) -> (loggp_core::Departure, Header) {
+        let t = now();
+        let dep = {
+            let mut st = self.lock();
+            st.sends += 1;
+            st.bytes_sent += bytes;
+            st.send.stamp(t)
+        };
+        (dep, Header::new(&dep, self.rank, 0))
     }
 
     /// `depart` where some sender-side knob is set.
@@ -62,10 +79,11 @@ impl Engine {
                 o_s.saturating_sub(self.own_send_ns)
             }
         };
-        if spin > 0 {
-            self.pass_time(now() + spin, true);
-        }
-        let t = now();
+        let t = if spin > 0 {
+            self.pass_time(now() + spin, true)
+        } else {
+            now()
+        };
         let (dep, l) = {
             let mut st = self.lock();
             st.sends += 1;
