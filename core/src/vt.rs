@@ -385,9 +385,13 @@ impl RecvGate {
         if k.l == 0 && k.g_big == 0.0 {
             return 0;
         }
-        let extra_g = (k.g_big - class.per_byte_ns).max(0.0);
         let floor = class.ns.saturating_sub(self.ahead_of(src));
         let native = (d + floor).max(seen.time());
+        if k.g_big == 0.0 {
+            // No G floor: the added L alone, without the float arithmetic.
+            return native + k.l;
+        }
+        let extra_g = (k.g_big - class.per_byte_ns).max(0.0);
         native + round_ns(k.l as f64 + bytes_after_first(bytes) * extra_g)
     }
 
