@@ -224,11 +224,14 @@ impl Engine {
                 // request complete already, or did it wait? One Test says,
                 // and completes it if so.
                 self.complete_with(req, &mut st, |req, st| {
-                    let mut flag: c_int = 0;
-                    let rc = PMPI_Test(req, &mut flag, st);
-                    if flag != 0 {
-                        set_waited(NOT_WAITED);
-                        return rc;
+                    // Twice: see `waitall_seen`.
+                    for _ in 0..2 {
+                        let mut flag: c_int = 0;
+                        let rc = PMPI_Test(req, &mut flag, st);
+                        if flag != 0 {
+                            set_waited(NOT_WAITED);
+                            return rc;
+                        }
                     }
                     set_waited(CAME_NOW);
                     PMPI_Wait(req, st)
@@ -594,8 +597,9 @@ impl Engine {
     }
 
     /// The native part of `waitall_native_first` where what the receiver
-    /// saw of arrivals counts (`uses_seen`): one MPI_Testsome completes
-    /// the requests that are complete already, MPI_Waitall the rest; the
+    /// saw of arrivals counts (`uses_seen`): MPI_Testsome (at most two
+    /// passes) completes the requests that are complete already,
+    /// MPI_Waitall the rest; the
     /// second list says which requests it waited for (`true`). Statuses
     /// and the return code are those of one Waitall over them all.
     /// (Asking each request first, MPI_Request_get_status, ran Open MPI's
@@ -605,35 +609,53 @@ impl Engine {
         unsafe {
             let len = rs.len();
             let mut absent: Vec<bool> = rs.iter().map(|&k| k != self.c.request_null).collect();
+            // Statuses of what the Testsome passes completed, by index.
+            let mut early: Vec<Option<Status>> = vec![None; len];
             let mut idx: Vec<c_int> = vec![0; len];
-            let mut first = vec![Status::zeroed(); len];
-            let mut out: c_int = 0;
-            let rc1 = PMPI_Testsome(
-                as_int(len),
-                rs.as_mut_ptr(),
-                &mut out,
-                idx.as_mut_ptr(),
-                first.as_mut_ptr(),
-            );
-            let e1 = rc1 == abi::ERR_IN_STATUS;
-            if rc1 != abi::SUCCESS && !e1 {
-                return (rc1, absent);
-            }
-            if out == abi::UNDEFINED {
-                // Every request null or inactive: nothing to wait for.
-                absent.iter_mut().for_each(|a| *a = false);
-                out = 0;
-            }
-            let done = usize::try_from(out).unwrap_or(0).min(len);
-            let idx = &idx[..done];
-            for &i in idx {
-                if let Some(a) = absent.get_mut(i as usize) {
+            let mut got = vec![Status::zeroed(); len];
+            let mut e1 = false;
+            // Two passes: a Testsome that finds nothing complete may only
+            // have driven the progress that completes what has arrived
+            // (MPICH 5 over UCX: a message there long before was then
+            // taken for one waited for, and held L more).
+            for _ in 0..2 {
+                let mut out: c_int = 0;
+                let rc = PMPI_Testsome(
+                    as_int(len),
+                    rs.as_mut_ptr(),
+                    &mut out,
+                    idx.as_mut_ptr(),
+                    got.as_mut_ptr(),
+                );
+                let in_status = rc == abi::ERR_IN_STATUS;
+                if rc != abi::SUCCESS && !in_status {
+                    return (rc, absent);
+                }
+                if out == abi::UNDEFINED {
+                    // Every request null or inactive (now): nothing more.
+                    break;
+                }
+                let done = usize::try_from(out).unwrap_or(0).min(len);
+                for (j, &i) in idx[..done].iter().enumerate() {
+                    let Some(a) = absent.get_mut(i as usize) else {
+                        continue;
+                    };
                     *a = false;
+                    let mut s = got[j];
+                    if !in_status {
+                        // A plain success says nothing in MPI_ERROR.
+                        s.set_error(abi::SUCCESS);
+                    }
+                    early[i as usize] = Some(s);
+                }
+                e1 |= in_status;
+                if !absent.iter().any(|&a| a) {
+                    break;
                 }
             }
-            // Every request completed by the Testsome: no Waitall (a null
-            // request would have stayed out of its list).
-            let rc2 = if done < len {
+            // What is still to come: MPI's Waitall (over the whole array;
+            // what the passes completed is null or inactive now).
+            let rc2 = if absent.iter().any(|&a| a) {
                 PMPI_Waitall(as_int(len), rs.as_mut_ptr(), sts.as_mut_ptr())
             } else {
                 abi::SUCCESS
@@ -642,20 +664,13 @@ impl Engine {
             if rc2 != abi::SUCCESS && !e2 {
                 return (rc2, absent);
             }
-            for (j, &i) in idx.iter().enumerate() {
-                if let Some(s) = sts.get_mut(i as usize) {
-                    *s = first[j];
-                    if e2 && !e1 {
-                        s.set_error(abi::SUCCESS);
-                    }
-                }
-            }
-            if e1 && !e2 {
-                // The Waitall's statuses say nothing of errors: it succeeded.
-                for (i, s) in sts.iter_mut().enumerate() {
-                    if !idx.contains(&as_int(i)) {
-                        s.set_error(abi::SUCCESS);
-                    }
+            for (s, e) in sts.iter_mut().zip(&early) {
+                match e {
+                    Some(e) => *s = *e,
+                    // The Waitall's statuses say nothing of errors when it
+                    // succeeded.
+                    None if !e2 => s.set_error(abi::SUCCESS),
+                    None => {}
                 }
             }
             let rc = if e1 || e2 {

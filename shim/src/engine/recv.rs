@@ -440,11 +440,15 @@ impl Engine {
             if rc != abi::SUCCESS {
                 return rc;
             }
-            let mut flag: c_int = 0;
-            let rc = PMPI_Test(&mut r, &mut flag, st);
-            if flag != 0 || r == self.c.request_null {
-                set_waited(NOT_WAITED);
-                return rc;
+            // Twice, as `waitall_seen` does: a Test that finds it not
+            // complete may only have driven the progress that completes it.
+            for _ in 0..2 {
+                let mut flag: c_int = 0;
+                let rc = PMPI_Test(&mut r, &mut flag, st);
+                if flag != 0 || r == self.c.request_null {
+                    set_waited(NOT_WAITED);
+                    return rc;
+                }
             }
             set_waited(CAME_NOW);
             PMPI_Wait(&mut r, st)
