@@ -25,37 +25,14 @@ cd "$(dirname "$0")/.."
 mpi=${1:-openmpi}
 shift || true
 [ $# -gt 0 ] || set -- LOGGP_L=1ns
-command -v valgrind >/dev/null || { echo "bench-instr-pingpong: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
-out=target/bench/instr-pp; mkdir -p "$out"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+out=target/bench/instr-pp
+. scripts/callgrind-job.sh
+cg_init bench-instr-pingpong "$mpi" "$out"
 "mpicc.$mpi" -O2 -o "$out/pingpong-$mpi" examples/pingpong.c
-shim=${SHIM:-$PWD/target/release/libloggp-$mpi.so}
-[ -f "$shim" ] || { echo "bench-instr-pingpong: $shim missing; run scripts/build.sh" >&2; exit 1; }
-wrap=$out/vg.sh
-cat >"$wrap" <<'EOF'
-#!/bin/sh
-rank=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}
-exec valgrind -q --tool=callgrind --callgrind-out-file="$CG_OUT.$rank" "$@"
-EOF
-chmod +x "$wrap"
-run() { # run LABEL ROUND_TRIPS [VAR=VALUE...]
-  local label=$1 n=$2; shift 2
-  local args=(-np 2)
-  if [ "$mpi" = openmpi ]; then
-    args+=(-x "CG_OUT=$PWD/$out/cg.$label-$n")
-    [ "$label" = native ] || args+=(-x "LD_PRELOAD=$shim" -x LOGGP_VT=on)
-    for kv in "$@"; do args+=(-x "$kv"); done
-  else
-    args+=(-genv UCX_NET_DEVICES lo -genv CG_OUT "$PWD/$out/cg.$label-$n")
-    [ "$label" = native ] || args+=(-genv LD_PRELOAD "$shim" -genv LOGGP_VT on)
-    for kv in "$@"; do args+=(-genv "${kv%%=*}" "${kv#*=}"); done
-  fi
-  flock /tmp/loggp-mpi.lock timeout 600 "mpirun.$mpi" "${args[@]}" "$wrap" "$out/pingpong-$mpi" "$n" 8 >/dev/null
-}
 for n in 2000 6000; do
-  run native "$n"
-  run zero "$n"
-  run knobs "$n" "$@"
+  cg_run "$PWD/$out/cg.native-$n" native -- "$out/pingpong-$mpi" "$n" 8
+  cg_run "$PWD/$out/cg.zero-$n" shim -- "$out/pingpong-$mpi" "$n" 8
+  cg_run "$PWD/$out/cg.knobs-$n" shim "$@" -- "$out/pingpong-$mpi" "$n" 8
 done
 python3 - "$out" "$mpi" "$*" <<'PY'
 import re, subprocess, sys

@@ -24,32 +24,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mpi=${1:-openmpi}
 shift || true
-command -v valgrind >/dev/null || { echo "bench-instr: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
-out=target/bench/instr; mkdir -p "$out"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+out=target/bench/instr
+. scripts/callgrind-job.sh
+cg_init bench-instr "$mpi" "$out"
 "mpicc.$mpi" -O2 -o "$out/rate-$mpi" bench/rate.c
-shim=${SHIM:-$PWD/target/release/libloggp-$mpi.so}
-[ -f "$shim" ] || { echo "bench-instr: $shim missing; run scripts/build.sh" >&2; exit 1; }
-wrap=$out/vg.sh
-cat >"$wrap" <<'EOF'
-#!/bin/sh
-rank=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}
-exec valgrind -q --tool=callgrind --callgrind-out-file="$CG_OUT.$rank" "$@"
-EOF
-chmod +x "$wrap"
 run() { # run LABEL WINDOWS [VAR=VALUE...]
   local label=$1 windows=$2; shift 2
-  local args=(-np 2)
-  if [ "$mpi" = openmpi ]; then
-    args+=(-x "CG_OUT=$PWD/$out/cg.$label")
-    [ "${label%-*}" = native ] || args+=(-x "LD_PRELOAD=$shim" -x LOGGP_VT=on)
-    for kv in "$@"; do args+=(-x "$kv"); done
-  else
-    args+=(-genv UCX_NET_DEVICES lo -genv CG_OUT "$PWD/$out/cg.$label")
-    [ "${label%-*}" = native ] || args+=(-genv LD_PRELOAD "$shim" -genv LOGGP_VT on)
-    for kv in "$@"; do args+=(-genv "${kv%%=*}" "${kv#*=}"); done
-  fi
-  flock /tmp/loggp-mpi.lock timeout 600 "mpirun.$mpi" "${args[@]}" "$wrap" "$out/rate-$mpi" "$windows" >/dev/null
+  local how=shim
+  [ "${label%-*}" = native ] && how=native
+  cg_run "$PWD/$out/cg.$label" "$how" "$@" -- "$out/rate-$mpi" "$windows"
 }
 for w in 1000 3000; do
   run "native-$w" "$w"

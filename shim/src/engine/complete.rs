@@ -221,21 +221,8 @@ impl Engine {
             let mut st = Status::zeroed();
             let rc = if !polled && self.uses_seen {
                 // A blocking native Wait (else the loop above polled): was the
-                // request complete already, or did it wait? One Test says,
-                // and completes it if so.
-                self.complete_with(req, &mut st, |req, st| {
-                    // Twice: see `waitall_seen`.
-                    for _ in 0..2 {
-                        let mut flag: c_int = 0;
-                        let rc = PMPI_Test(req, &mut flag, st);
-                        if flag != 0 {
-                            set_waited(NOT_WAITED);
-                            return rc;
-                        }
-                    }
-                    set_waited(CAME_NOW);
-                    PMPI_Wait(req, st)
-                })
+                // request complete already, or did it wait?
+                self.complete_with(req, &mut st, |req, st| wait_seen(req, st))
             } else {
                 self.complete_one(req, &mut st)
             };
@@ -972,6 +959,27 @@ impl Engine {
 /// and Open MPI repeat the status). The first full status seen is kept
 /// here, by request, until the request completes.
 static SEEN: std::sync::Mutex<Vec<(usize, Status)>> = std::sync::Mutex::new(Vec::new());
+
+/// MPI_Wait of `req`, telling the gate whether it waited (`set_waited`):
+/// complete at a first or second MPI_Test (the message was there:
+/// `NOT_WAITED`), else waited for (it came as the wait ended: `CAME_NOW`).
+/// Twice, as `Engine::waitall_seen` does: a Test that finds it incomplete
+/// may only have driven the progress that completes it.
+#[inline(never)]
+pub(super) unsafe fn wait_seen(req: *mut Request, st: &mut Status) -> c_int {
+    unsafe {
+        for _ in 0..2 {
+            let mut flag: c_int = 0;
+            let rc = PMPI_Test(req, &mut flag, st);
+            if flag != 0 {
+                set_waited(NOT_WAITED);
+                return rc;
+            }
+        }
+        set_waited(CAME_NOW);
+        PMPI_Wait(req, st)
+    }
+}
 
 fn is_empty_status(s: &Status) -> bool {
     s.source() == abi::ANY_SOURCE && s.tag() == abi::ANY_TAG

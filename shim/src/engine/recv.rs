@@ -393,14 +393,12 @@ impl Engine {
     }
 
     /// The native blocking receive of `recv`. Where what the receiver saw
-    /// of the arrival counts (`uses_seen`: an added L or G), it is posted,
-    /// asked once whether it is complete (the message was there:
-    /// `NOT_WAITED`), and else waited for (it came as the wait ended:
-    /// `CAME_NOW`), for the gate (`set_waited`). A probe before a blocking
-    /// receive saw the same, at the price of a second match (Open MPI's
-    /// MPI_Iprobe builds a request of its own: ~450 instructions per
-    /// message, `scripts/bench-instr.sh`), on the path that calibration
-    /// times as o_r.
+    /// of the arrival counts (`uses_seen`: an added L or G), it is posted
+    /// and completed by `complete::wait_seen`, which tells the gate whether
+    /// it waited. A probe before a blocking receive saw the same, at the
+    /// price of a second match (Open MPI's MPI_Iprobe builds a request of
+    /// its own: ~450 instructions per message, `scripts/bench-instr.sh`),
+    /// on the path that calibration times as o_r.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     unsafe fn recv_blocking(
@@ -421,7 +419,9 @@ impl Engine {
         }
     }
 
-    /// `recv_blocking` where the arrival is seen (`uses_seen`).
+    /// `recv_blocking` where the arrival is seen, out of line: inline, it
+    /// cost the zero-knob path 25 instructions per round trip by code
+    /// generation alone (`scripts/bench-instr-pingpong.sh`).
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     unsafe fn recv_seen(
@@ -440,18 +440,7 @@ impl Engine {
             if rc != abi::SUCCESS {
                 return rc;
             }
-            // Twice, as `waitall_seen` does: a Test that finds it not
-            // complete may only have driven the progress that completes it.
-            for _ in 0..2 {
-                let mut flag: c_int = 0;
-                let rc = PMPI_Test(&mut r, &mut flag, st);
-                if flag != 0 || r == self.c.request_null {
-                    set_waited(NOT_WAITED);
-                    return rc;
-                }
-            }
-            set_waited(CAME_NOW);
-            PMPI_Wait(&mut r, st)
+            super::complete::wait_seen(&mut r, st)
         }
     }
 
