@@ -27,7 +27,8 @@ impl Engine {
             let mut st = self.lock();
             st.sends += 1;
             st.bytes_sent += bytes;
-            return (dep, Header::new(&dep, self.rank, 0));
+            let seq = st.next_seq();
+            return (dep, Header::new(&dep, self.rank, 0, seq));
         }
         if self.stamp_send {
             return self.depart_stamp(bytes);
@@ -40,13 +41,13 @@ impl Engine {
     #[inline(never)]
     fn depart_stamp(&self, bytes: u64) -> (loggp_core::Departure, Header) {
         let t = now();
-        let dep = {
+        let (dep, seq) = {
             let mut st = self.lock();
             st.sends += 1;
             st.bytes_sent += bytes;
-            st.send.stamp(t)
+            (st.send.stamp(t), st.next_seq())
         };
-        (dep, Header::new(&dep, self.rank, 0))
+        (dep, Header::new(&dep, self.rank, 0, seq))
     }
 
     /// `depart` where some sender-side knob is set.
@@ -84,10 +85,11 @@ impl Engine {
         } else {
             now()
         };
-        let (dep, l) = {
+        let (dep, l, seq) = {
             let mut st = self.lock();
             st.sends += 1;
             st.bytes_sent += bytes;
+            let seq = st.next_seq();
             let dep = match &k {
                 Some(k) => st.send.depart_with(t, bytes, k.g_s, k.g_big),
                 None => st.send.depart(t, bytes),
@@ -99,7 +101,7 @@ impl Engine {
                 let drawn = self.cfg.l_dist.draw(mean, &mut st.rng_l);
                 st.channels.order((key(comm), dest, tag), dep.d, drawn, t)
             };
-            (dep, l)
+            (dep, l, seq)
         };
         if dep.ready > t {
             self.pass_time(dep.ready, false);
@@ -107,7 +109,7 @@ impl Engine {
                 .send_wait_ns
                 .fetch_add(dep.ready - t, Ordering::Relaxed);
         }
-        (dep, Header::new(&dep, self.rank, l))
+        (dep, Header::new(&dep, self.rank, l, seq))
     }
 
     /// Blocking send in any mode.

@@ -42,17 +42,16 @@ pub struct Header {
     pub(super) seq: u32,
 }
 
-/// This process's count of messages sent (`Header::seq`).
-static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
 impl Header {
-    pub(super) fn new(dep: &loggp_core::Departure, src: c_int, l: u64) -> Header {
+    /// The header of a message departing at `dep`, the sender's `seq`th
+    /// (`State::next_seq`).
+    pub(super) fn new(dep: &loggp_core::Departure, src: c_int, l: u64, seq: u32) -> Header {
         Header {
             magic: MAGIC,
             src: u32::try_from(src).unwrap_or(0),
             l,
             lag: u32::try_from(dep.d.saturating_sub(dep.ready)).unwrap_or(u32::MAX),
-            seq: SEQ.fetch_add(1, Ordering::Relaxed),
+            seq,
             // Across hosts: the job's reference time base, tagged with this
             // host (the receiver's gate turns it back, `loggp_core::clocks`).
             d: crate::clock::stamp(dep.d),
