@@ -226,6 +226,13 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
         }
     }
 
+    /// Whether no shared send handle has earlier sends queued: then a
+    /// handle taken once has nothing left to take in the same pass
+    /// (`take` again gives `None`).
+    pub fn queues_none(&self) -> bool {
+        self.shared.is_empty()
+    }
+
     /// The completion a Wait/Test on a shared send handle judges first:
     /// the oldest queued one, if any.
     pub fn queued_send(&self, k: K) -> Option<u64> {
@@ -591,6 +598,35 @@ mod tests {
         assert_eq!(t.judge(6, 0, done(), gate), Poll::Ready);
         assert!(t.take(6, |p| *p).is_some());
         assert!(!t.contains(6));
+    }
+
+    /// What Waitall's skip of a repeated handle rests on
+    /// (`queues_none`): with no sends queued, a second `take` of a handle
+    /// in one pass finds nothing, whatever the handle was; with sends
+    /// queued it does, and the skip must not happen.
+    #[test]
+    fn second_take_finds_nothing_while_no_queues() {
+        let mut t = T::default();
+        assert!(t.queues_none());
+        // A shared handle whose earlier send is complete: not queued.
+        t.track_send(9, 40, "a", 50);
+        assert_eq!(t.track_send(9, 40, "b", 60), Some("a"));
+        t.track(5, Kind::PSend, "p");
+        assert!(t.start(5).is_some());
+        t.track(6, Kind::Recv, "r");
+        assert!(t.queues_none());
+        for k in [9, 5, 6, 7] {
+            let first = t.take(k, |p| *p).is_some();
+            assert_eq!(first, k != 7, "handle {k}");
+            assert!(t.take(k, |p| *p).is_none(), "handle {k} taken twice");
+        }
+        // Earlier sends still ahead: queued, and a second take finds one.
+        t.track_send(9, 80, "c", 10);
+        t.track_send(9, 90, "d", 20);
+        assert!(!t.queues_none());
+        assert!(t.take(9, |p| *p).is_some());
+        assert!(t.take(9, |p| *p).is_some());
+        assert!(t.queues_none());
     }
 
     #[test]
