@@ -532,10 +532,11 @@ impl Engine {
             let by_time = self.cfg.any_g_r();
             let mut mine: Vec<(u64, usize, Taken)> = Vec::new();
             let mut rc_all = rc_native;
-            // One handle for many requests (Open MPI's shared request of
-            // sends complete at creation): with no earlier sends queued on
-            // it, its first `take` took all there was (a lookup less per
-            // message; the deliveries below track nothing new).
+            // One handle for many requests side by side in the array (Open
+            // MPI's shared request of sends complete at creation): with no
+            // earlier sends queued, the handle's first `take` took all there
+            // was (a lookup less per message; the deliveries below track
+            // nothing new). Only the request just taken is compared.
             let repeats_empty = self.lock().reqs.queues_none();
             let mut last = self.c.request_null;
             for (i, &k) in keys.iter().enumerate() {
