@@ -164,13 +164,25 @@ pub struct Table<K, P, S = RandomState> {
     /// Per shared send handle, the completion times of the earlier sends
     /// still ahead, oldest first.
     shared: HashMap<K, VecDeque<u64>, S>,
+    /// Handles MPI was seen to give a send while an earlier send still
+    /// held them (`track_send`): requests MPI hands out complete at
+    /// creation (Open MPI's `ompi_request_empty`, MPICH's lightweight
+    /// complete requests), the newest few.
+    born_done: [Option<K>; BORN_DONE],
+    born_next: usize,
 }
 
-impl<K, P, S: Default> Default for Table<K, P, S> {
+/// How many handles complete at creation `Table` remembers (Open MPI has
+/// one, MPICH one per kind of request).
+const BORN_DONE: usize = 4;
+
+impl<K: Copy, P, S: Default> Default for Table<K, P, S> {
     fn default() -> Self {
         Table {
             live: HashMap::default(),
             shared: HashMap::default(),
+            born_done: [None; BORN_DONE],
+            born_next: 0,
         }
     }
 }
@@ -207,7 +219,22 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
     /// is forgotten when it has passed (completing it natively is then the
     /// same). Returns the earlier send's payload, done with (its buffers
     /// are free); a stale entry of another kind is dropped.
+    ///
+    /// Such a handle is remembered as one MPI hands out complete at
+    /// creation. MPI gives a handle to a new request only once the
+    /// application has completed or freed the one before, and every
+    /// completion and free of a tracked request passes through this table,
+    /// so a handle found still held can only be an object MPI keeps for
+    /// requests complete at creation (it never stands for an active one).
+    /// A later send on it whose emulated completion has passed at its
+    /// departure (`complete_at <= t`: every send at zero sender knobs) is
+    /// then not entered at all and its payload comes straight back: MPI is
+    /// done with its buffers, and a wait on the handle has nothing to hold
+    /// it for.
     pub fn track_send(&mut self, k: K, complete_at: u64, data: P, t: u64) -> Option<P> {
+        if complete_at <= t && self.born_done(k) {
+            return Some(data);
+        }
         match self.live.entry(k) {
             MapEntry::Vacant(e) => {
                 e.insert(Entry::new(Kind::Send, complete_at, data));
@@ -218,12 +245,22 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
                 if old.kind != Kind::Send {
                     return None;
                 }
+                if !self.born_done(k) {
+                    self.born_done[self.born_next] = Some(k);
+                    self.born_next = (self.born_next + 1) % BORN_DONE;
+                }
                 if old.complete_at > t {
                     self.shared.entry(k).or_default().push_back(old.complete_at);
                 }
                 old.data
             }
         }
+    }
+
+    /// Whether `k` was seen to be a handle MPI hands out complete at
+    /// creation (`track_send`).
+    pub fn born_done(&self, k: K) -> bool {
+        self.born_done.contains(&Some(k))
     }
 
     /// Whether no shared send handle has earlier sends queued: then a
@@ -669,6 +706,58 @@ mod tests {
         t.track_send(9, 90, "c", 70);
         assert_eq!(t.queued_send(9), None);
         assert_eq!(t.take(9, |p| *p).unwrap().complete_at(), 90);
+    }
+
+    /// A handle found still held by an earlier send is one MPI hands out
+    /// complete at creation: later sends on it that are complete in the
+    /// emulated machine at departure are not entered; those still ahead
+    /// are, as before.
+    #[test]
+    fn born_done_handle_passes_sends_complete_at_departure() {
+        let mut t = T::default();
+        assert_eq!(t.track_send(9, 0, "a", 10), None);
+        assert!(!t.born_done(9));
+        assert_eq!(t.track_send(9, 0, "b", 20), Some("a"));
+        assert!(t.born_done(9));
+        // Complete at departure (and exactly at it): back at once, the
+        // entry stays the one before.
+        assert_eq!(t.track_send(9, 0, "c", 30), Some("c"));
+        assert_eq!(t.track_send(9, 35, "c2", 35), Some("c2"));
+        assert_eq!(t.get(9), Some(&"b"));
+        // Still ahead at departure: entered and judged as before.
+        assert_eq!(t.track_send(9, 50, "d", 40), Some("b"));
+        assert_eq!(t.queued_send(9), None);
+        assert_eq!(t.judge(9, 49, done(), gate), Poll::NotReady);
+        assert_eq!(t.take(9, |p| *p).unwrap().data(), Some(&"d"));
+        assert!(t.take(9, |p| *p).is_none());
+        // Untracked while held by nothing: a send on it passes too.
+        assert_eq!(t.track_send(9, 0, "e", 60), Some("e"));
+        assert!(t.is_empty());
+        // Another handle is not learned from this one, nor a handle that
+        // replaced a stale entry of another kind.
+        assert_eq!(t.track_send(5, 0, "x", 0), None);
+        t.track(6, Kind::Recv, "r");
+        assert_eq!(t.track_send(6, 0, "y", 0), None);
+        assert!(!t.born_done(5) && !t.born_done(6));
+        assert_eq!(t.get(5), Some(&"x"));
+    }
+
+    /// The handles remembered are the newest few.
+    #[test]
+    fn born_done_keeps_the_newest_handles() {
+        let mut t = T::default();
+        let n = super::BORN_DONE as u64;
+        for k in 1..=n + 1 {
+            t.track_send(k, 0, "a", 0);
+            t.track_send(k, 0, "b", 0);
+            assert!(t.born_done(k));
+        }
+        assert!(!t.born_done(1));
+        assert!((2..=n + 1).all(|k| t.born_done(k)));
+        // Relearned when seen again.
+        t.track_send(1, 0, "c", 0);
+        assert!(t.born_done(1));
+        assert!(!t.born_done(2));
     }
 
     #[test]
