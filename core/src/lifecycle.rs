@@ -259,7 +259,7 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
 
     /// Whether `k` was seen to be a handle MPI hands out complete at
     /// creation (`track_send`).
-    pub fn born_done(&self, k: K) -> bool {
+    fn born_done(&self, k: K) -> bool {
         self.born_done.contains(&Some(k))
     }
 
