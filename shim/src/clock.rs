@@ -20,7 +20,7 @@
 use loggp_core::clocks::{Hosts, TestClock};
 use loggp_core::idle::{self, Kind, Step, Wait};
 use loggp_core::tsc::{Anchor, TscRate};
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
@@ -85,6 +85,58 @@ thread_local! {
     static ANCHOR: Cell<Anchor> = const { Cell::new(Anchor::new()) };
 }
 
+/// Below MPI_THREAD_MULTIPLE (`set_one_thread`): per-thread state of the
+/// shim's kept once for the process. A thread-local value costs a
+/// `__tls_get_addr` call in a shared library, and the anchor two copies per
+/// read: 25 of the ~65 instructions of a clock read, and 11 more for the
+/// gate's `WAITED`, on the path of every message under a knob
+/// (`scripts/bench-instr.sh openmpi LOGGP_L=1ns`).
+static ONE_THREAD: AtomicBool = AtomicBool::new(false);
+
+/// Tells the shim whether at most one thread calls MPI at a time (the
+/// thread level MPI provides is below MPI_THREAD_MULTIPLE): then what is
+/// kept per thread is kept once for the process (`OneThread`).
+pub fn set_one_thread(on: bool) {
+    ONE_THREAD.store(on, Ordering::Relaxed);
+}
+
+/// Whether `OneThread` values are in use.
+#[inline]
+pub fn one_thread() -> bool {
+    ONE_THREAD.load(Ordering::Relaxed)
+}
+
+/// A value of the process's that stands for a thread-local one while
+/// `one_thread()`.
+pub struct OneThread<T>(UnsafeCell<T>);
+
+// SAFETY: the value is used only while `one_thread()` (`OneThread::get`'s
+// contract): the application then never overlaps its MPI calls and orders
+// them itself (MPI-4.0 §11.6.2), and the shim uses these values only
+// inside MPI calls, on the calling thread (as `StateLock` in the engine).
+unsafe impl<T> Sync for OneThread<T> {}
+
+impl<T> OneThread<T> {
+    pub const fn new(v: T) -> OneThread<T> {
+        OneThread(UnsafeCell::new(v))
+    }
+
+    /// The value.
+    ///
+    /// # Safety
+    /// Only while `one_thread()`, inside an MPI call, and not while an
+    /// earlier reference from `get` is alive.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn get(&self) -> &mut T {
+        // SAFETY: the caller's contract (above) makes it the only access.
+        unsafe { &mut *self.0.get() }
+    }
+}
+
+/// The process's anchor while `one_thread()`.
+static PROCESS_ANCHOR: OneThread<Anchor> = OneThread::new(Anchor::new());
+
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn ticks() -> u64 {
@@ -128,6 +180,25 @@ fn raw() -> u64 {
         return monotonic();
     };
     let t = ticks();
+    if one_thread() {
+        // SAFETY: one thread calls MPI at a time, and the shim reads the
+        // clock inside MPI calls; the reference lives only here. A read on
+        // another processor than the anchor's is safe: `Anchor::read`
+        // re-anchors on a counter that lags.
+        let a = unsafe { PROCESS_ANCHOR.get() };
+        return match a.read(rate, t) {
+            Some(v) => v,
+            None => a.reset(t, monotonic()),
+        };
+    }
+    raw_tls(rate, t)
+}
+
+/// `raw` on this thread's anchor. Out of line: inlined, the compiler
+/// computes the thread-local's address (a `__tls_get_addr` call) before
+/// the test of `one_thread`, on both paths.
+#[inline(never)]
+fn raw_tls(rate: &TscRate, t: u64) -> u64 {
     ANCHOR.with(|c| {
         let mut a = c.get();
         let v = match a.read(rate, t) {

@@ -226,7 +226,9 @@ impl Engine {
             } else {
                 self.complete_one(req, &mut st)
             };
-            set_waited(NOT_WAITED);
+            if self.uses_seen {
+                set_waited(NOT_WAITED);
+            }
             if !abi::status_ignored(status) {
                 st.copy_to(status);
             }
@@ -683,7 +685,11 @@ impl Engine {
     /// Finishes request `i` of a Waitall that MPI completed natively
     /// (`waitall_native_first`): delivery through the gate, its status, and
     /// MPI_ERR_IN_STATUS when it fails. `came`: when the message came, if
-    /// the native Waitall waited for it.
+    /// the native Waitall waited for it. Inlined into its callers'
+    /// loop (left to itself the compiler kept it out of line once
+    /// `set_waited` grew a branch: +31 instructions per received message
+    /// at zero knobs, `scripts/bench-instr.sh`).
+    #[inline(always)]
     unsafe fn finish_of_waitall(
         &self,
         i: usize,
@@ -699,9 +705,14 @@ impl Engine {
             } else {
                 abi::SUCCESS
             };
-            set_waited(came.unwrap_or(NOT_WAITED));
+            // Only the gate of a configuration that `uses_seen` reads it.
+            if self.uses_seen {
+                set_waited(came.unwrap_or(NOT_WAITED));
+            }
             let rc = self.finish(p, &mut sts[i], true, rc_i);
-            set_waited(NOT_WAITED);
+            if self.uses_seen {
+                set_waited(NOT_WAITED);
+            }
             self.recycle(p);
             if !ok(rc) && ok(rc_i) {
                 if !in_status && *rc_all != abi::ERR_IN_STATUS {

@@ -373,10 +373,42 @@ thread_local! {
     static WAITED: std::cell::Cell<u64> = const { std::cell::Cell::new(NOT_WAITED) };
 }
 
+/// `WAITED` while one thread calls MPI at a time (`clock::OneThread`).
+static WAITED_ONE: crate::clock::OneThread<u64> = crate::clock::OneThread::new(NOT_WAITED);
+
 /// The delivery that follows comes from a blocking wait: `NOT_WAITED`,
 /// `CAME_NOW`, or the time the message came.
 pub(super) fn set_waited(w: u64) {
+    if crate::clock::one_thread() {
+        // SAFETY: one thread calls MPI at a time and this is inside one.
+        unsafe { *WAITED_ONE.get() = w };
+    } else {
+        set_waited_tls(w);
+    }
+}
+
+// The thread-local accesses stay out of line: inlined, the compiler
+// computes the variable's address (a `__tls_get_addr` call) before the
+// test of `one_thread`, on both paths.
+#[inline(never)]
+fn set_waited_tls(w: u64) {
     WAITED.with(|c| c.set(w));
+}
+
+#[inline(never)]
+fn waited_tls() -> u64 {
+    WAITED.with(|c| c.get())
+}
+
+/// What `set_waited` said last on this thread.
+#[inline]
+pub(super) fn waited() -> u64 {
+    if crate::clock::one_thread() {
+        // SAFETY: as in `set_waited`.
+        unsafe { *WAITED_ONE.get() }
+    } else {
+        waited_tls()
+    }
 }
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
@@ -847,9 +879,9 @@ impl Engine {
     /// Tells the engine the thread level MPI provides: below
     /// MPI_THREAD_MULTIPLE its state needs no mutex (`StateLock`).
     pub fn set_thread_level(&self, provided: c_int) {
-        self.state
-            .multi
-            .store(provided >= abi::THREAD_MULTIPLE, Ordering::Relaxed);
+        let multi = provided >= abi::THREAD_MULTIPLE;
+        self.state.multi.store(multi, Ordering::Relaxed);
+        crate::clock::set_one_thread(!multi);
     }
 
     /// Messages and bytes sent and delivered so far:

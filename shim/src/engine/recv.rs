@@ -485,7 +485,7 @@ impl Engine {
         let seen = if !self.uses_seen {
             Seen::Unknown
         } else {
-            match WAITED.with(|c| c.get()) {
+            match waited() {
                 NOT_WAITED => Seen::Unknown,
                 CAME_NOW => Seen::CameAt(t),
                 came => Seen::CameAt(came),
