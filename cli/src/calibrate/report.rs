@@ -307,6 +307,7 @@ pub fn markdown(cal: &Calibration) -> String {
             "std %err",
             "León avg %err",
             "drift flags",
+            "beyond 3×",
             "largest drift",
         ]
         .iter()
@@ -317,22 +318,24 @@ pub fn markdown(cal: &Calibration) -> String {
             let errs = k.errors();
             let (a, sd) = avg_std(&errs);
             let flags: usize = k.rows.iter().map(|r| r.drift.len()).sum();
-            let worst = k
-                .rows
-                .iter()
-                .flat_map(|r| r.drift.iter().map(move |(p, d)| (*p, *d, r)))
-                .max_by(|x, y| {
-                    (x.1.abs() / b.tolerance(x.0)).total_cmp(&(y.1.abs() / b.tolerance(y.0)))
-                })
-                .map(|(p, d, r)| {
+            let d = super::drift_summary(k, b);
+            let worst = d
+                .worst
+                .map(|w| {
                     format!(
-                        "{p} {}{} {} at {}={} ({:.1}× tolerance)",
-                        if d > 0.0 { "+" } else { "" },
-                        cell(p, d),
-                        unit(p),
+                        "{} {}{} {} at {}={} ({:.1}× tolerance{})",
+                        w.param,
+                        if w.delta > 0.0 { "+" } else { "" },
+                        cell(w.param, w.delta),
+                        unit(w.param),
                         k.knob.name,
-                        r.requested.text,
-                        d.abs() / b.tolerance(p)
+                        w.at,
+                        w.times,
+                        if w.disturbed {
+                            ", a run kept disturbed"
+                        } else {
+                            ""
+                        }
                     )
                 })
                 .unwrap_or_else(|| "none".into());
@@ -352,10 +355,15 @@ pub fn markdown(cal: &Calibration) -> String {
                 },
                 format!("{:.2}", k.knob.leon),
                 flags.to_string(),
+                d.beyond_3x.to_string(),
                 worst,
             ]);
         }
         table(&mut s, &head, &rows);
+        let _ = writeln!(
+            s,
+            "drift flags: untouched parameters beyond their tolerance, over the sweep's rows; beyond 3×: those beyond 3× tolerance. largest drift: in tolerances around the sweep's own native value, from a run kept disturbed only where no other row drifts.\n"
+        );
     }
     s
 }
@@ -648,6 +656,9 @@ struct JsonKnob<'a> {
     avg_err_pct: Option<f64>,
     std_err_pct: Option<f64>,
     leon_avg_err_pct: f64,
+    /// Drift flags of the sweep, and those beyond 3× tolerance.
+    drift_flags: usize,
+    drift_beyond_3x: usize,
     seconds: f64,
     rows: Vec<JsonRow<'a>>,
 }
@@ -744,6 +755,8 @@ fn json(cal: &Calibration) -> String {
                     avg_err_pct: (!errs.is_empty()).then_some(a),
                     std_err_pct: (!errs.is_empty()).then_some(sd),
                     leon_avg_err_pct: k.knob.leon,
+                    drift_flags: k.rows.iter().map(|r| r.drift.len()).sum(),
+                    drift_beyond_3x: super::drift_summary(k, &cal.baseline).beyond_3x,
                     seconds: k.seconds,
                     rows: k
                         .rows
