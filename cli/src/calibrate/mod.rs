@@ -564,6 +564,11 @@ pub struct Baseline {
     /// side of its sweep (`center_at`), not with one taken minutes
     /// earlier. Empty in a raw directory from before they were taken.
     pub between: Vec<(&'static str, Params)>,
+    /// Per sweep, the round trip of its row at zero (through the shim, at
+    /// the sweep's start): which of the native runs around it ran in the
+    /// same phase of the machine (`center_at`). Set once a sweep's rows
+    /// are measured, before they are made (`set_zero_rtts`).
+    pub zero_rtt: Vec<(&'static str, f64)>,
 }
 
 /// A native run whose PRTT median exceeds this many times its 10th
@@ -577,6 +582,11 @@ pub const MODEL_OFF: f64 = 1.25;
 /// half its round trip, either way, was disturbed during one of the two
 /// phases (see `Raw::oneway_excess`; quiet runs stay within 0.8–1.4).
 pub const ONEWAY_OFF: f64 = 2.0;
+/// Native runs whose round trip lies within this factor of a sweep's row
+/// at zero ran in the same phase of the machine as that sweep
+/// (`Baseline::center_at`): the shim's own cost at zero is a few tens of
+/// ns on a round trip of 0.25 µs, the machine's slow phases 3–4× it.
+pub const PHASE: f64 = 1.5;
 
 /// How disturbed a run was: the median/p10 ratio of its PRTTs
 /// (`Raw::disturbance`), its delayed PRTT against the model
@@ -716,34 +726,77 @@ impl Baseline {
     }
 
     /// The native value of `p` around the sweep of `knob`: the median of
-    /// the native runs nearest it, in the order they ran: the one just
+    /// the native runs nearest it, in the order they ran (the one just
     /// before the sweep and the one just after it, and one further out on
-    /// each side where there is one (the baseline's median stands for the
-    /// runs before the first sweep). A shared machine changes pace over a
-    /// calibration (native round trips of 0.24 and 0.76 µs in two reports
-    /// of one session): against a baseline taken once, at the start, every
-    /// later row would show that change as drift. The median follows such a
-    /// lasting change, and one native run taken in a slow stretch that its
-    /// disturbance checks cannot see (uniformly slow: L 2.23 µs against
-    /// 0.2, in one report of session 14) does not move it, where a mean of
-    /// the two neighbours read −1.1 µs of "drift" into every row of two
-    /// sweeps. The baseline's median where no native run followed the
-    /// sweep.
+    /// each side where there is one; the baseline's median stands for the
+    /// runs before the first sweep), keeping only those in the sweep's
+    /// phase where that is known: a round trip within a factor
+    /// [`PHASE`] of the sweep's own row at zero (`zero_rtt`).
+    ///
+    /// A shared machine changes pace over a calibration: native round
+    /// trips of 0.26 and 1.10 µs before and after one sweep of one report
+    /// (session 15, MPICH), 0.24 and 0.76 µs in two reports of another
+    /// session. Against a baseline taken once, at the start, every later
+    /// row would show that change as drift. One native run in a uniformly
+    /// slow stretch passes every disturbance check (L 2.23 µs against 0.2
+    /// in one report of session 14): a mean of the two neighbours read
+    /// −1.1 µs of "drift" into every row of two sweeps, and the median
+    /// does not move for it. Where the pace changed right after a sweep,
+    /// the runs after it are in another phase than the sweep itself
+    /// (that MPICH report: its L sweep's rows read o_s −0.13 µs against
+    /// them), and the sweep's row at zero tells them apart. The
+    /// baseline's median where no native run followed the sweep.
     pub fn center_at(&self, p: &str, knob: &str) -> f64 {
         let Some(i) = self.between.iter().position(|(k, _)| *k == knob) else {
             return self.center(p);
         };
-        // The natives in order: 0 is the baseline, k the run after sweep
-        // k − 1; sweep i lies between i and i + 1.
+        // The natives in order, (value, round trip): 0 is the baseline,
+        // k the run after sweep k − 1; sweep i lies between i and i + 1.
         let native = |k: usize| match k {
-            0 => self.center(p),
-            k => self.between[k - 1].1.get(p),
+            0 => (self.center(p), self.center("RTT")),
+            k => {
+                let r = &self.between[k - 1].1;
+                (r.get(p), r.rtt)
+            }
         };
         let last = self.between.len();
-        let window: Vec<f64> = (i.saturating_sub(1)..=(i + 2).min(last))
+        let window: Vec<(f64, f64)> = (i.saturating_sub(1)..=(i + 2).min(last))
             .map(native)
             .collect();
-        stats::median(&window).unwrap_or(f64::NAN)
+        let zero = self
+            .zero_rtt
+            .iter()
+            .find(|(k, _)| *k == knob)
+            .map(|&(_, rtt)| rtt)
+            .filter(|rtt| rtt.is_finite() && *rtt > 0.0);
+        let same_phase: Vec<f64> = match zero {
+            Some(z) => window
+                .iter()
+                .filter(|(_, rtt)| *rtt <= z * PHASE && *rtt * PHASE >= z)
+                .map(|&(v, _)| v)
+                .collect(),
+            None => Vec::new(),
+        };
+        let chosen = if same_phase.is_empty() {
+            window.iter().map(|&(v, _)| v).collect()
+        } else {
+            same_phase
+        };
+        stats::median(&chosen).unwrap_or(f64::NAN)
+    }
+
+    /// Records each sweep's round trip at zero (`zero_rtt`) from its
+    /// measured rows: the row requesting 0, if any.
+    pub fn set_zero_rtts<'a>(
+        &mut self,
+        sweeps: impl IntoIterator<Item = (&'static str, &'a [(Requested, Params)])>,
+    ) {
+        for (knob, rows) in sweeps {
+            if let Some((_, prm)) = rows.iter().find(|(r, _)| r.value == 0.0) {
+                self.zero_rtt.retain(|(k, _)| *k != knob);
+                self.zero_rtt.push((knob, prm.rtt));
+            }
+        }
     }
 
     /// `tolerance` around `center_at`: the spread is the baseline's
@@ -985,16 +1038,19 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
         }
     }
     between.sort_by_key(|b| b.0);
-    let baseline = Baseline {
+    let mut baseline = Baseline {
         runs,
         seconds: f64::NAN,
         repeated: Vec::new(),
         between: between.into_iter().map(|(_, k, p)| (k, p)).collect(),
+        zero_rtt: Vec::new(),
     };
-    let mut knobs = Vec::new();
+    // Every sweep's runs first: its row at zero tells which native runs
+    // share its phase (`Baseline::center_at`).
+    let mut parsed = Vec::new();
     for knob in KNOBS {
         let prefix = format!("{}-", knob.name);
-        let mut rows = Vec::new();
+        let mut runs = Vec::new();
         for n in names.iter().filter(|n| n.starts_with(&prefix)) {
             let text = n[prefix.len()..].replace('_', "/");
             let Ok(mut req) = parse_values(knob, &text) else {
@@ -1002,7 +1058,19 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
             };
             let r = read(n)?;
             let params = Params::from_raw(&r)?;
-            let req = req.remove(0);
+            runs.push((n.clone(), req.remove(0), params, r));
+        }
+        let zero: Vec<(Requested, Params)> = runs
+            .iter()
+            .map(|(_, q, prm, _)| (q.clone(), prm.clone()))
+            .collect();
+        baseline.set_zero_rtts([(knob.name, zero.as_slice())]);
+        parsed.push((knob, runs));
+    }
+    let mut knobs = Vec::new();
+    for (knob, runs) in parsed {
+        let mut rows = Vec::new();
+        for (n, req, params, r) in runs {
             let value = req.value;
             let mut row = make_row(knob, req, params, &baseline, f64::NAN);
             // The kept run's disturbance, as the measurement judged it
@@ -1014,7 +1082,7 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
                     opts.dists.push((knob.name, d.clone()));
                 }
             }
-            raw.push((n.clone(), r.text));
+            raw.push((n, r.text));
             rows.push(row);
         }
         if !rows.is_empty() {
@@ -1126,14 +1194,15 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
         seconds: tb.elapsed().as_secs_f64(),
         repeated,
         between: Vec::new(),
+        zero_rtt: Vec::new(),
     };
     eprintln!("calibrate: baseline took {:.1}s", baseline.seconds);
 
     let mut knobs = Vec::new();
+    let mut pending = Vec::new();
     for (knob, values) in sweeps {
         let tk = Instant::now();
         let dist = opts.dist(knob.name).map(String::from);
-        let mut rows = Vec::new();
         let mut measured = Vec::new();
         for req in values {
             let t = Instant::now();
@@ -1179,6 +1248,22 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
             &format!("native after {}", knob.name),
             t.elapsed().as_secs_f64(),
         );
+        let seconds = tk.elapsed().as_secs_f64();
+        eprintln!("calibrate: {} sweep took {seconds:.1}s", knob.name);
+        pending.push((knob, measured, seconds));
+    }
+    // The rows are made once every native run is in: each sweep's are
+    // compared with the native runs on either side of it, up to the one
+    // after the next sweep (`Baseline::center_at`), as `--reanalyse` does.
+    for (knob, measured, _) in &pending {
+        let zero: Vec<(Requested, Params)> = measured
+            .iter()
+            .map(|m| (m.0.clone(), m.1.clone()))
+            .collect();
+        baseline.set_zero_rtts([(knob.name, zero.as_slice())]);
+    }
+    for (knob, measured, seconds) in pending {
+        let mut rows = Vec::new();
         for (req, params, secs, disturbed, still, spread) in measured {
             let mut row = make_row(&knob, req, params, &baseline, secs);
             row.disturbed = disturbed;
@@ -1186,8 +1271,6 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
             row.spread = spread;
             rows.push(row);
         }
-        let seconds = tk.elapsed().as_secs_f64();
-        eprintln!("calibrate: {} sweep took {seconds:.1}s", knob.name);
         knobs.push(KnobResult {
             knob,
             rows,
@@ -1309,6 +1392,7 @@ mod tests {
             seconds: 1.0,
             repeated: Vec::new(),
             between: Vec::new(),
+            zero_rtt: Vec::new(),
         }
     }
 
@@ -1367,6 +1451,46 @@ mod tests {
             text: text.into(),
             value,
         }
+    }
+
+    #[test]
+    fn natives_in_another_phase_than_the_sweep_are_left_out() {
+        // The machine slowed right after the first sweep (a native round
+        // trip of 1100 instead of 250) and stayed slow.
+        let with_rtt = |l: f64, o_s: f64, rtt: f64| Params {
+            rtt,
+            ..params(l, o_s, 120.0, 92.0)
+        };
+        let mut b = base();
+        for r in &mut b.runs {
+            r.rtt = 250.0;
+        }
+        b.between = vec![
+            ("L", with_rtt(190.0, 320.0, 1100.0)),
+            ("o_s", with_rtt(190.0, 316.0, 1090.0)),
+            ("o_r", with_rtt(194.0, 317.0, 1100.0)),
+        ];
+        // Unknown phase: the median of baseline and the two runs after.
+        assert_eq!(b.center_at("o_s", "L"), 316.0);
+        // L's row at zero ran fast (260): only the baseline is its phase.
+        let zero = [(req("0us", 0.0), with_rtt(200.0, 100.0, 260.0))];
+        b.set_zero_rtts([("L", zero.as_slice())]);
+        assert_eq!(b.center_at("o_s", "L"), b.center("o_s"));
+        // o_s's sweep ran slow: the baseline is left out of its window.
+        let zero = [
+            (req("20us", 20e3), with_rtt(200.0, 20e3, 41e3)),
+            (req("0us", 0.0), with_rtt(200.0, 330.0, 1120.0)),
+        ];
+        b.set_zero_rtts([("o_s", zero.as_slice())]);
+        // (the runs after L, o_s and o_r: 320, 316, 317).
+        assert_eq!(b.center_at("o_s", "o_s"), 317.0);
+        // A row at zero in no native run's phase: all of the window.
+        b.set_zero_rtts([(
+            "o_r",
+            [(req("0us", 0.0), with_rtt(0.0, 0.0, 9000.0))].as_slice(),
+        )]);
+        // (the window of the last sweep: the runs after L, o_s and o_r).
+        assert_eq!(b.center_at("o_s", "o_r"), 317.0);
     }
 
     #[test]

@@ -178,7 +178,7 @@ pub fn markdown(cal: &Calibration) -> String {
         table(&mut s, &head, &rows);
         let _ = writeln!(
             s,
-            "Each knob's rows (realised values and drift) are measured against the native machine around its sweep: the median of the native runs nearest it (the one before and the one after the sweep, and one further out on each side; the baseline's median stands for the runs before the first sweep), so that the machine's own change of pace over the calibration is not read as drift and one native run in a slow stretch does not move it. The tolerance keeps the baseline's σ, with 5 % of that local value.\n"
+            "Each knob's rows (realised values and drift) are measured against the native machine around its sweep: the median of the native runs nearest it (the one before and the one after the sweep, and one further out on each side; the baseline's median stands for the runs before the first sweep; of those, the ones whose round trip lies within 1.5× the sweep's own row at zero, where it has one and any does), so that the machine's own change of pace over the calibration is not read as drift and one native run in a slow stretch does not move it. The tolerance keeps the baseline's σ, with 5 % of that local value.\n"
         );
     }
     for (run, dist) in &b.repeated {
