@@ -567,7 +567,7 @@ pub struct Baseline {
     /// Per sweep, the round trip of its row at zero (through the shim, at
     /// the sweep's start): which of the native runs around it ran in the
     /// same phase of the machine (`center_at`). Set once a sweep's rows
-    /// are measured, before they are made (`set_zero_rtts`).
+    /// are measured, before they are made (`set_zero_rtt`).
     pub zero_rtt: Vec<(&'static str, f64)>,
 }
 
@@ -785,17 +785,17 @@ impl Baseline {
         stats::median(&chosen).unwrap_or(f64::NAN)
     }
 
-    /// Records each sweep's round trip at zero (`zero_rtt`) from its
-    /// measured rows: the row requesting 0, if any.
-    pub fn set_zero_rtts<'a>(
+    /// Records the round trip of `knob`'s sweep at zero (`zero_rtt`) from
+    /// its measured rows `(requested, params)`: the row requesting 0, if
+    /// any.
+    pub fn set_zero_rtt<'a>(
         &mut self,
-        sweeps: impl IntoIterator<Item = (&'static str, &'a [(Requested, Params)])>,
+        knob: &'static str,
+        rows: impl IntoIterator<Item = (&'a Requested, &'a Params)>,
     ) {
-        for (knob, rows) in sweeps {
-            if let Some((_, prm)) = rows.iter().find(|(r, _)| r.value == 0.0) {
-                self.zero_rtt.retain(|(k, _)| *k != knob);
-                self.zero_rtt.push((knob, prm.rtt));
-            }
+        if let Some((_, prm)) = rows.into_iter().find(|(r, _)| r.value == 0.0) {
+            self.zero_rtt.retain(|(k, _)| *k != knob);
+            self.zero_rtt.push((knob, prm.rtt));
         }
     }
 
@@ -1060,11 +1060,7 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
             let params = Params::from_raw(&r)?;
             runs.push((n.clone(), req.remove(0), params, r));
         }
-        let zero: Vec<(Requested, Params)> = runs
-            .iter()
-            .map(|(_, q, prm, _)| (q.clone(), prm.clone()))
-            .collect();
-        baseline.set_zero_rtts([(knob.name, zero.as_slice())]);
+        baseline.set_zero_rtt(knob.name, runs.iter().map(|(_, q, prm, _)| (q, prm)));
         parsed.push((knob, runs));
     }
     let mut knobs = Vec::new();
@@ -1256,11 +1252,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
     // compared with the native runs on either side of it, up to the one
     // after the next sweep (`Baseline::center_at`), as `--reanalyse` does.
     for (knob, measured, _) in &pending {
-        let zero: Vec<(Requested, Params)> = measured
-            .iter()
-            .map(|m| (m.0.clone(), m.1.clone()))
-            .collect();
-        baseline.set_zero_rtts([(knob.name, zero.as_slice())]);
+        baseline.set_zero_rtt(knob.name, measured.iter().map(|m| (&m.0, &m.1)));
     }
     for (knob, measured, seconds) in pending {
         let mut rows = Vec::new();
@@ -1474,21 +1466,19 @@ mod tests {
         assert_eq!(b.center_at("o_s", "L"), 316.0);
         // L's row at zero ran fast (260): only the baseline is its phase.
         let zero = [(req("0us", 0.0), with_rtt(200.0, 100.0, 260.0))];
-        b.set_zero_rtts([("L", zero.as_slice())]);
+        b.set_zero_rtt("L", zero.iter().map(|(q, p)| (q, p)));
         assert_eq!(b.center_at("o_s", "L"), b.center("o_s"));
         // o_s's sweep ran slow: the baseline is left out of its window.
         let zero = [
             (req("20us", 20e3), with_rtt(200.0, 20e3, 41e3)),
             (req("0us", 0.0), with_rtt(200.0, 330.0, 1120.0)),
         ];
-        b.set_zero_rtts([("o_s", zero.as_slice())]);
+        b.set_zero_rtt("o_s", zero.iter().map(|(q, p)| (q, p)));
         // (the runs after L, o_s and o_r: 320, 316, 317).
         assert_eq!(b.center_at("o_s", "o_s"), 317.0);
         // A row at zero in no native run's phase: all of the window.
-        b.set_zero_rtts([(
-            "o_r",
-            [(req("0us", 0.0), with_rtt(0.0, 0.0, 9000.0))].as_slice(),
-        )]);
+        let (q, p) = (req("0us", 0.0), with_rtt(0.0, 0.0, 9000.0));
+        b.set_zero_rtt("o_r", [(&q, &p)]);
         // (the window of the last sweep: the runs after L, o_s and o_r).
         assert_eq!(b.center_at("o_s", "o_r"), 317.0);
     }

@@ -223,8 +223,9 @@ impl State {
 /// state only inside MPI calls on the calling thread, so no two threads
 /// can hold the state at once; under MPI_THREAD_MULTIPLE it is a mutex.
 /// The mutex's lock and unlock cost ~13 ns, two of them per message.
+/// Which of the two: `clock::one_thread` (a mutex until MPI_Init has told
+/// the thread level, the safe choice).
 struct StateLock {
-    multi: AtomicBool,
     mutex: Mutex<()>,
     cell: UnsafeCell<State>,
 }
@@ -641,8 +642,6 @@ impl Engine {
     pub fn new(cfg: Config, c: Consts, rank: c_int, size: c_int, transit: Transit) -> Engine {
         Engine {
             state: StateLock {
-                // Until MPI_Init tells the thread level: the safe choice.
-                multi: AtomicBool::new(true),
                 mutex: Mutex::new(()),
                 cell: UnsafeCell::new(State {
                     send: SendSide::new(&cfg),
@@ -863,7 +862,7 @@ impl Engine {
     }
 
     fn lock(&self) -> StateGuard<'_> {
-        let held = if self.state.multi.load(Ordering::Relaxed) {
+        let held = if !crate::clock::one_thread() {
             // A poisoned lock cannot happen: panics abort.
             Some(self.state.mutex.lock().unwrap_or_else(|e| e.into_inner()))
         } else {
@@ -876,12 +875,11 @@ impl Engine {
         StateGuard { _held: held, state }
     }
 
-    /// Tells the engine the thread level MPI provides: below
-    /// MPI_THREAD_MULTIPLE its state needs no mutex (`StateLock`).
+    /// Tells the shim the thread level MPI provides: below
+    /// MPI_THREAD_MULTIPLE the engine's state needs no mutex (`StateLock`)
+    /// and per-thread values are kept once (`clock::OneThread`).
     pub fn set_thread_level(&self, provided: c_int) {
-        let multi = provided >= abi::THREAD_MULTIPLE;
-        self.state.multi.store(multi, Ordering::Relaxed);
-        crate::clock::set_one_thread(!multi);
+        crate::clock::set_one_thread(provided < abi::THREAD_MULTIPLE);
     }
 
     /// Messages and bytes sent and delivered so far:
