@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side-by-side cost of virtual time at zero knobs for several shim builds,
-# np=2, Debian's two MPIs (MPIS="openmpi mpich"), ROUNDS interleaved rounds
+# Debian's two MPIs (MPIS="openmpi mpich"), ROUNDS interleaved rounds
 # (default 5) of: native, then each build with LOGGP_VT=on.
 #
 #   scripts/bench-compare.sh LABEL=DIR [LABEL=DIR ...]
@@ -8,11 +8,17 @@
 # DIR holds libloggp-openmpi.so and libloggp-mpich.so (a checkout's
 # target/release, or a copy). A spec may add variables for that build's
 # runs: LABEL=DIR,VAR=VALUE[,VAR=VALUE...] (e.g. nosplit=target/release,
-# LOGGP_SPLIT=off). Prints per MPI and build the median [min..max] over
-# rounds of bench/shim_bench.c's 8 B and 1 MiB half round trips (us),
-# message rate (M msg/s), time per MPI_Send and per MPI_Recv of an arrived
-# message (ns) and 16 KiB and 1 MiB streaming bandwidth (GB/s). One MPI job at a time
-# (flock /tmp/loggp-mpi.lock). Example, before and after a change:
+# LOGGP_SPLIT=off). Each run is bench/shim_bench.c at np=2 (8 B and 1 MiB
+# half round trips in us, message rate in M msg/s, time per MPI_Send and
+# per MPI_Recv of an arrived message in ns, 16 KiB and 1 MiB streaming
+# bandwidth in GB/s) followed by bench/coll_bench.c at np=COLL_NP (default
+# 2; osu_allreduce-style time per Allreduce of 8 B and 64 KiB, Bcast of
+# 8 B and Barrier, us). Prints per MPI, metric and build the median
+# [min..max] over rounds, and the median [min..max] of the per-round
+# ratios to native (and to the first build), which a shared machine's
+# slow and fast phases move far less than the values themselves. One MPI
+# job at a time (flock /tmp/loggp-mpi.lock). Example, before and after a
+# change:
 #   git worktree add /tmp/base HEAD~1 && (cd /tmp/base && bash scripts/build-shims.sh)
 #   scripts/bench-compare.sh before=/tmp/base/target/release after=target/release
 set -euo pipefail
@@ -22,14 +28,16 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 out=target/bench; mkdir -p "$out"
 raw=$out/compare.txt; : >"$raw"
 for mpi in ${MPIS:-openmpi mpich}; do
-  b=$out/shim_bench-$mpi
+  b=$out/shim_bench-$mpi c=$out/coll_bench-$mpi
   "mpicc.$mpi" -O2 -o "$b" bench/shim_bench.c
+  "mpicc.$mpi" -O2 -o "$c" bench/coll_bench.c
+  np=${COLL_NP:-2}
   for spec in "$@"; do
     dir=${spec#*=} dir=${dir%%,*}
     [ -f "$dir/libloggp-$mpi.so" ] || { echo "bench-compare: $dir/libloggp-$mpi.so missing" >&2; exit 1; }
   done
   for _ in $(seq 1 "${ROUNDS:-5}"); do
-    echo "$mpi native $(flock /tmp/loggp-mpi.lock timeout 120 "mpirun.$mpi" -np 2 "$b" 400)" >>"$raw"
+    echo "$mpi native $(flock /tmp/loggp-mpi.lock timeout 120 "mpirun.$mpi" -np 2 "$b" 400) $(flock /tmp/loggp-mpi.lock timeout 300 "mpirun.$mpi" -np "$np" "$c")" >>"$raw"
     for spec in "$@"; do
       label=${spec%%=*} dir=${spec#*=} dir=${dir%%,*}
       so=$(cd "$dir" && pwd)/libloggp-$mpi.so
@@ -40,21 +48,34 @@ for mpi in ${MPIS:-openmpi mpich}; do
       for v in "${vars[@]}"; do
         if [ "$mpi" = openmpi ]; then a+=(-x "$v"); else a+=(-genv "${v%%=*}" "${v#*=}"); fi
       done
-      echo "$mpi $label $(flock /tmp/loggp-mpi.lock timeout 120 "mpirun.$mpi" -np 2 "${a[@]}" "$b" 400)" >>"$raw"
+      echo "$mpi $label $(flock /tmp/loggp-mpi.lock timeout 120 "mpirun.$mpi" -np 2 "${a[@]}" "$b" 400) $(flock /tmp/loggp-mpi.lock timeout 300 "mpirun.$mpi" -np "$np" "${a[@]}" "$c")" >>"$raw"
     done
   done
 done
 python3 - "$raw" <<'PY'
 import statistics as st, sys
-rows = {}
-for line in open(sys.argv[1]):
-    mpi, label, *kv = line.split()
-    rows.setdefault((mpi, label), []).append({k: float(v) for k, v in (x.split("=") for x in kv)})
-for (mpi, label), ds in rows.items():
-    def f(k):
-        xs = [d[k] for d in ds]
+rows = [line.split() for line in open(sys.argv[1])]
+keys = ["half_rtt_8", "rate_8", "send_ns", "recv_ns", "bw_16k", "bw_1m", "half_rtt_1m",
+        "allreduce_8", "allreduce_64k", "bcast_8", "barrier"]
+for mpi in dict.fromkeys(r[0] for r in rows):
+    labels = list(dict.fromkeys(r[1] for r in rows if r[0] == mpi))
+    rr = [r for r in rows if r[0] == mpi]
+    # One round: native, then every build, in that order.
+    rounds = [rr[i:i + len(labels)] for i in range(0, len(rr) - len(labels) + 1, len(labels))]
+    vals = [{x[1]: dict((kv.split("=")[0], float(kv.split("=")[1])) for kv in x[2:]) for x in r}
+            for r in rounds]
+    def f(xs):
         return f"{st.median(xs):.3f} [{min(xs):.3f}..{max(xs):.3f}]"
-    print(f"{mpi:8} {label:10} half_rtt_8 {f('half_rtt_8')}  rate_8 {f('rate_8')}  "
-          f"send_ns {f('send_ns')}  recv_ns {f('recv_ns')}  bw_16k {f('bw_16k')}  bw_1m {f('bw_1m')}  "
-          f"half_rtt_1m {f('half_rtt_1m')}")
+    print(f"== {mpi}: {len(rounds)} rounds, median [min..max]; ratios are per round")
+    for k in keys:
+        if not all(k in v[l] for v in vals for l in labels):
+            continue
+        print(f"  {k}")
+        for j, l in enumerate(labels):
+            line = f"    {l:10} {f([v[l][k] for v in vals])}"
+            if j > 0:
+                line += f"   /native {f([v[l][k] / v[labels[0]][k] for v in vals])}"
+            if j > 1:
+                line += f"   /{labels[1]} {f([v[l][k] / v[labels[1]][k] for v in vals])}"
+            print(line)
 PY

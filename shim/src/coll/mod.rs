@@ -45,13 +45,12 @@ mod large;
 pub mod nb;
 
 use crate::abi::{self, key, Comm, Datatype, Op as MpiOp};
-use crate::engine::{self, active};
+use crate::engine::{self, active, HandleMap};
 use crate::log;
 use crate::real;
 use algo::{Blk, Bufs, V, W};
 use ctx::{count, Ctx, R};
 use loggp_core::coll::{Alg, Choice, CollCfg, Op};
-use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Mutex, OnceLock};
@@ -86,6 +85,10 @@ struct Entry {
     /// Nonblocking collectives started on this communicator: each gets its
     /// own tag, so that several in flight cannot take each other's messages.
     seq: u32,
+    /// The private duplicate, once a blocking collective has found it made
+    /// (`blocking_ctx`): later ones take it from here, without the slot's
+    /// lock and reference count.
+    ready: Option<Comm>,
 }
 
 /// Tags of the nonblocking collectives: `NB_TAG0 + seq % NB_TAGS` (MPI
@@ -255,9 +258,12 @@ async unsafe fn dup_ready(slot: SlotRef) -> R<Comm> {
 // SAFETY: a communicator handle is a plain value usable from any thread.
 unsafe impl Send for Entry {}
 
-static COMMS: Mutex<Option<HashMap<usize, Entry>>> = Mutex::new(None);
+/// The entry of each communicator a collective ran on, by handle (hashed
+/// as the engine's request table is: SipHash cost 140 instructions of an
+/// 8-byte Allreduce).
+static COMMS: Mutex<Option<HandleMap<Entry>>> = Mutex::new(None);
 
-fn comms() -> std::sync::MutexGuard<'static, Option<HashMap<usize, Entry>>> {
+fn comms() -> std::sync::MutexGuard<'static, Option<HandleMap<Entry>>> {
     COMMS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -361,7 +367,7 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
                 dup,
                 idup: Some(req),
             }));
-            comms().get_or_insert_with(HashMap::new).insert(
+            comms().get_or_insert_with(HandleMap::default).insert(
                 k,
                 Entry {
                     slot: slot.clone(),
@@ -369,6 +375,7 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
                     size,
                     inter,
                     seq: 1,
+                    ready: None,
                 },
             );
             return Ok((
@@ -395,7 +402,7 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
             dup: Box::new(dup),
             idup: None,
         }));
-        comms().get_or_insert_with(HashMap::new).insert(
+        comms().get_or_insert_with(HandleMap::default).insert(
             k,
             Entry {
                 slot: slot.clone(),
@@ -403,6 +410,7 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
                 size,
                 inter,
                 seq: 0,
+                ready: Some(dup),
             },
         );
         Ok((
@@ -417,6 +425,39 @@ unsafe fn ctx(comm: Comm, name: &str, op: Op, nb: bool) -> R<(Ctx, SlotRef)> {
             },
             slot,
         ))
+    }
+}
+
+/// `ctx` for a blocking collective: the private duplicate from the
+/// communicator's entry once one was found made, else through `ctx`
+/// (which makes it, or waits for its MPI_Comm_idup), remembered then.
+unsafe fn blocking_ctx(comm: Comm, name: &str, op: Op) -> R<Ctx> {
+    unsafe {
+        let e = engine::get();
+        let k = key(comm);
+        let known = comms()
+            .as_ref()
+            .and_then(|m| m.get(&k))
+            .and_then(|en| Some((en.ready?, en.rank, en.size, en.inter)));
+        if let Some((dup, rank, size, inter)) = known {
+            if inter {
+                inter_supported_or_stop(comm, name, op);
+            }
+            return Ok(Ctx {
+                e,
+                comm: dup,
+                rank,
+                size,
+                tag: 100 + op as c_int,
+                nb: false,
+                inter,
+            });
+        }
+        let (c, _) = ctx(comm, name, op, false)?;
+        if let Some(en) = comms().as_mut().and_then(|m| m.get_mut(&k)) {
+            en.ready = Some(c.comm);
+        }
+        Ok(c)
     }
 }
 
@@ -601,8 +642,8 @@ unsafe fn run(op: Op, name: &str, comm: Comm, f: impl FnOnce(&Ctx, Choice) -> R)
         if ch.alg == Alg::Native {
             return None;
         }
-        let c = match ctx(comm, name, op, false) {
-            Ok((c, _)) => c,
+        let c = match blocking_ctx(comm, name, op) {
+            Ok(c) => c,
             // Raised already, by the library's call that failed on `comm`.
             Err(rc) => return Some(rc),
         };

@@ -510,14 +510,14 @@ impl Engine {
     unsafe fn waitall_native_first(&self, rs: &mut [Request], statuses: *mut Status) -> c_int {
         unsafe {
             let len = rs.len();
-            let keys: Vec<Request> = rs.to_vec();
-            let mut sts = vec![Status::zeroed(); len];
+            let keys = Small::<Request, 8>::from_slice(rs, self.c.request_null);
+            let mut sts = Small::<Status, 8>::new(Status::zeroed(), len);
             // Which of ours did the native completion wait for?
             let (rc_native, absent) = if self.uses_seen {
                 self.waitall_seen(rs, &mut sts)
             } else {
                 let rc = PMPI_Waitall(as_int(len), rs.as_mut_ptr(), sts.as_mut_ptr());
-                (rc, Vec::new())
+                (rc, Small::new(false, 0))
             };
             // The messages it waited for came by the time it returned; the
             // deliveries below may wait, and must not count from later.
@@ -605,14 +605,21 @@ impl Engine {
     /// (Asking each request first, MPI_Request_get_status, ran Open MPI's
     /// progress engine once per incomplete request: ~400 instructions per
     /// message at a 64-message window, `scripts/bench-instr.sh`.)
-    unsafe fn waitall_seen(&self, rs: &mut [Request], sts: &mut [Status]) -> (c_int, Vec<bool>) {
+    unsafe fn waitall_seen(
+        &self,
+        rs: &mut [Request],
+        sts: &mut [Status],
+    ) -> (c_int, Small<bool, 8>) {
         unsafe {
             let len = rs.len();
-            let mut absent: Vec<bool> = rs.iter().map(|&k| k != self.c.request_null).collect();
+            let mut absent = Small::<bool, 8>::new(false, len);
+            for (a, &k) in absent.iter_mut().zip(rs.iter()) {
+                *a = k != self.c.request_null;
+            }
             // Statuses of what the Testsome passes completed, by index.
-            let mut early: Vec<Option<Status>> = vec![None; len];
-            let mut idx: Vec<c_int> = vec![0; len];
-            let mut got = vec![Status::zeroed(); len];
+            let mut early = Small::<Option<Status>, 8>::new(None, len);
+            let mut idx = Small::<c_int, 8>::new(0, len);
+            let mut got = Small::<Status, 8>::new(Status::zeroed(), len);
             let mut e1 = false;
             // Two passes: a Testsome that finds nothing complete may only
             // have driven the progress that completes what has arrived
@@ -664,7 +671,7 @@ impl Engine {
             if rc2 != abi::SUCCESS && !e2 {
                 return (rc2, absent);
             }
-            for (s, e) in sts.iter_mut().zip(&early) {
+            for (s, e) in sts.iter_mut().zip(early.iter()) {
                 match e {
                     Some(e) => *s = *e,
                     // The Waitall's statuses say nothing of errors when it

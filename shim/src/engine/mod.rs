@@ -94,14 +94,63 @@ pub enum Mode {
 /// Keys are addresses or small integers chosen by the MPI library, not by
 /// an adversary, so a multiplicative hash serves: the default SipHash cost
 /// ~20 ns per lookup, three lookups per nonblocking message.
-pub(super) type HandleMap<V> = HashMap<usize, V, BuildHasherDefault<HandleHasher>>;
+pub(crate) type HandleMap<V> = HashMap<usize, V, BuildHasherDefault<HandleHasher>>;
+
+/// `len` copies of a value, on the stack up to `N` of them, else on the
+/// heap: the per-request arrays of a completion call. A Sendrecv (and so
+/// every step of the shim's collectives) completes two requests, and a
+/// malloc/free pair per array cost more than the rest of the call's
+/// bookkeeping (~900 instructions per 8-byte Allreduce, np = 2).
+pub(crate) enum Small<T: Copy, const N: usize> {
+    Stack([T; N], usize),
+    Heap(Vec<T>),
+}
+
+impl<T: Copy, const N: usize> Small<T, N> {
+    pub(crate) fn new(v: T, len: usize) -> Self {
+        if len <= N {
+            Small::Stack([v; N], len)
+        } else {
+            Small::Heap(vec![v; len])
+        }
+    }
+    /// A copy of `xs` (`fill` the unused rest of the stack array).
+    pub(crate) fn from_slice(xs: &[T], fill: T) -> Self {
+        if xs.len() <= N {
+            let mut a = [fill; N];
+            a[..xs.len()].copy_from_slice(xs);
+            Small::Stack(a, xs.len())
+        } else {
+            Small::Heap(xs.to_vec())
+        }
+    }
+}
+
+impl<T: Copy, const N: usize> std::ops::Deref for Small<T, N> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            Small::Stack(a, n) => &a[..*n],
+            Small::Heap(v) => v,
+        }
+    }
+}
+
+impl<T: Copy, const N: usize> std::ops::DerefMut for Small<T, N> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self {
+            Small::Stack(a, n) => &mut a[..*n],
+            Small::Heap(v) => v,
+        }
+    }
+}
 
 /// Fibonacci hashing of one `usize` (Knuth, TAOCP vol. 3, §6.4). The
 /// product's high half is well mixed, its low bits are not for aligned
 /// pointers (their trailing zeros stay): the halves are swapped, since the
 /// table takes its bucket from the low bits.
 #[derive(Default)]
-pub(super) struct HandleHasher(u64);
+pub(crate) struct HandleHasher(u64);
 
 impl std::hash::Hasher for HandleHasher {
     fn finish(&self) -> u64 {
@@ -506,6 +555,17 @@ unsafe fn type_facts_asked(dt: Datatype, k: u64) -> u64 {
     }
 }
 
+/// The size of `dt` when it is a predefined datatype of one block of that
+/// many bytes at offset 0 (its extent and true extent are its size, both
+/// lower bounds 0), from `TYPES`; `None` for any other type, whose
+/// geometry the caller asks MPI for.
+#[inline]
+pub(crate) unsafe fn named_contiguous_size(dt: Datatype) -> Option<usize> {
+    // SAFETY: as the caller's: `dt` is the application's datatype.
+    let v = unsafe { type_facts(dt) };
+    (v & NAMED != 0 && v & CONTIG != 0).then_some((v & 0xffff_ffff) as usize)
+}
+
 #[inline]
 pub(super) unsafe fn type_size(dt: Datatype) -> u64 {
     unsafe {
@@ -902,6 +962,21 @@ impl Engine {
     }
 
     /// An empty staging buffer, from the pool when it has one.
+    /// A zeroed buffer of `n` bytes from the staging pool, for the
+    /// temporary buffers of the shim's collectives (`coll::ctx::Tmp`): two
+    /// per Allreduce step, each a calloc and a free otherwise.
+    pub(crate) fn scratch(&self, n: usize) -> Vec<u8> {
+        let mut v = self.stage_buf();
+        v.clear();
+        v.resize(n, 0);
+        v
+    }
+
+    /// Returns a `scratch` buffer to the pool.
+    pub(crate) fn give_back(&self, v: Vec<u8>) {
+        self.lock().put_back(v);
+    }
+
     fn stage_buf(&self) -> Vec<u8> {
         self.lock().pool.pop().unwrap_or_default()
     }
