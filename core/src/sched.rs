@@ -149,6 +149,53 @@ pub fn ring_blocks(r: usize, p: usize, k: usize) -> (usize, usize) {
     ((r + p - k) % p, (r + 2 * p - k - 1) % p)
 }
 
+/// The partners of a rank's recursive-doubling steps, in order: one per
+/// bit of a rank at most, kept in place (the shim's every Allreduce and
+/// Barrier asks; a `Vec` was a malloc and a free per call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Peers {
+    d: [usize; usize::BITS as usize],
+    n: usize,
+}
+
+impl Peers {
+    pub fn new(ds: impl IntoIterator<Item = usize>) -> Peers {
+        let mut p = Peers {
+            d: [0; usize::BITS as usize],
+            n: 0,
+        };
+        for d in ds {
+            p.d[p.n] = d;
+            p.n += 1;
+        }
+        p
+    }
+    pub fn as_slice(&self) -> &[usize] {
+        &self.d[..self.n]
+    }
+    pub fn len(&self) -> usize {
+        self.n
+    }
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
+impl IntoIterator for Peers {
+    type Item = usize;
+    type IntoIter = std::iter::Take<std::array::IntoIter<usize, { usize::BITS as usize }>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.d.into_iter().take(self.n)
+    }
+}
+
+impl std::ops::Index<usize> for Peers {
+    type Output = usize;
+    fn index(&self, k: usize) -> &usize {
+        &self.as_slice()[k]
+    }
+}
+
 /// A rank's part in a recursive doubling over a `p` that need not be a
 /// power of two: some ranks fold into a partner first.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,10 +205,7 @@ pub enum Doubling {
     Extra { partner: usize },
     /// Takes part in the exchange: first receives from `extra` (if any),
     /// exchanges with `peers` in order, then sends to `extra`.
-    Core {
-        extra: Option<usize>,
-        peers: Vec<usize>,
-    },
+    Core { extra: Option<usize>, peers: Peers },
 }
 
 /// Recursive doubling Barrier: the ranks from `pof2(p)` on are extras of
@@ -173,7 +217,7 @@ pub fn doubling_barrier(r: usize, p: usize) -> Doubling {
     }
     Doubling::Core {
         extra: (r < p - q).then_some(r + q),
-        peers: hypercube(r, q).map(|(_, d)| d).collect(),
+        peers: Peers::new(hypercube(r, q).map(|(_, d)| d)),
     }
 }
 
@@ -195,7 +239,7 @@ pub fn doubling_allreduce(r: usize, p: usize) -> Doubling {
     let real = |nd: usize| if nd < rem { nd * 2 + 1 } else { nd + rem };
     Doubling::Core {
         extra: (r < 2 * rem).then(|| r - 1),
-        peers: hypercube(nr, q).map(|(_, nd)| real(nd)).collect(),
+        peers: Peers::new(hypercube(nr, q).map(|(_, nd)| real(nd))),
     }
 }
 
@@ -371,7 +415,7 @@ mod tests {
                     if let Some(e) = extra {
                         assert_eq!(roles[*e], Doubling::Extra { partner: r });
                     }
-                    for (k, &d) in peers.iter().enumerate() {
+                    for (k, &d) in peers.as_slice().iter().enumerate() {
                         let Doubling::Core { peers: theirs, .. } = &roles[d] else {
                             panic!("p={p}: {r} exchanges with extra {d}");
                         };
@@ -394,7 +438,7 @@ mod tests {
             doubling_allreduce(1, 6),
             Doubling::Core {
                 extra: Some(0),
-                peers: vec![3, 4]
+                peers: Peers::new([3, 4])
             }
         );
         assert_eq!(doubling_barrier(5, 6), Doubling::Extra { partner: 1 });

@@ -232,9 +232,7 @@ impl Ctx {
                 .await;
             }
             let mut sts = Small::<Status, 8>::new(Status::zeroed(), reqs.len());
-            let rc = self
-                .e
-                .waitall(int(reqs.len())?, reqs.as_mut_ptr(), sts.as_mut_ptr());
+            let rc = self.e.waitall_own(reqs, sts.as_mut_ptr());
             reqs.clear();
             chk(first_error(rc, &sts))
         }

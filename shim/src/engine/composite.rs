@@ -96,7 +96,7 @@ impl Engine {
                 Err(rc) => return rc,
             };
             let mut sts = [Status::zeroed(); 2];
-            let rc = self.waitall(2, reqs.as_mut_ptr(), sts.as_mut_ptr());
+            let rc = self.waitall_own(&mut reqs, sts.as_mut_ptr());
             if !abi::status_ignored(status) {
                 sts[1].copy_to(status);
             }

@@ -329,7 +329,7 @@ pub fn predict(op: Coll, p: usize, size: u64, m: &Machine) -> f64 {
                 .filter(|&r| matches!(roles[r], Doubling::Core { .. }))
                 .collect();
             let steps = by_step(p, |r| match &roles[r] {
-                Doubling::Core { peers, .. } => peers.iter().map(|&d| (d, d)).collect(),
+                Doubling::Core { peers, .. } => peers.into_iter().map(|d| (d, d)).collect(),
                 Doubling::Extra { .. } => Vec::new(),
             });
             for step in steps {
