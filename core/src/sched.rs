@@ -150,28 +150,23 @@ pub fn ring_blocks(r: usize, p: usize, k: usize) -> (usize, usize) {
 }
 
 /// The partners of a rank's recursive-doubling steps, in order: one per
-/// bit of a rank at most, kept in place (the shim's every Allreduce and
-/// Barrier asks; a `Vec` was a malloc and a free per call).
+/// bit of a rank at most (an MPI rank is a C `int`: 31 bits), kept in
+/// place (the shim's every Allreduce and Barrier asks; a `Vec` was a
+/// malloc and a free per call).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Peers {
-    d: [usize; usize::BITS as usize],
+    d: [u32; 32],
     n: usize,
 }
 
 impl Peers {
     pub fn new(ds: impl IntoIterator<Item = usize>) -> Peers {
-        let mut p = Peers {
-            d: [0; usize::BITS as usize],
-            n: 0,
-        };
-        for d in ds {
-            p.d[p.n] = d;
+        let mut p = Peers { d: [0; 32], n: 0 };
+        for d in ds.into_iter().take(32) {
+            p.d[p.n] = u32::try_from(d).unwrap_or(u32::MAX);
             p.n += 1;
         }
         p
-    }
-    pub fn as_slice(&self) -> &[usize] {
-        &self.d[..self.n]
     }
     pub fn len(&self) -> usize {
         self.n
@@ -179,20 +174,20 @@ impl Peers {
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }
+    pub fn get(&self, k: usize) -> Option<usize> {
+        self.d[..self.n].get(k).map(|&d| d as usize)
+    }
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.d[..self.n].iter().map(|&d| d as usize)
+    }
 }
 
 impl IntoIterator for Peers {
     type Item = usize;
-    type IntoIter = std::iter::Take<std::array::IntoIter<usize, { usize::BITS as usize }>>;
+    type IntoIter =
+        std::iter::Map<std::iter::Take<std::array::IntoIter<u32, 32>>, fn(u32) -> usize>;
     fn into_iter(self) -> Self::IntoIter {
-        self.d.into_iter().take(self.n)
-    }
-}
-
-impl std::ops::Index<usize> for Peers {
-    type Output = usize;
-    fn index(&self, k: usize) -> &usize {
-        &self.as_slice()[k]
+        self.d.into_iter().take(self.n).map(|d| d as usize)
     }
 }
 
@@ -415,11 +410,11 @@ mod tests {
                     if let Some(e) = extra {
                         assert_eq!(roles[*e], Doubling::Extra { partner: r });
                     }
-                    for (k, &d) in peers.as_slice().iter().enumerate() {
+                    for (k, d) in peers.iter().enumerate() {
                         let Doubling::Core { peers: theirs, .. } = &roles[d] else {
                             panic!("p={p}: {r} exchanges with extra {d}");
                         };
-                        assert_eq!(theirs[k], r, "p={p} r={r} step {k}");
+                        assert_eq!(theirs.get(k), Some(r), "p={p} r={r} step {k}");
                     }
                 }
             }
