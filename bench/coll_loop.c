@@ -1,0 +1,15 @@
+/* coll_loop: N back-to-back 8-byte Allreduces (one double, MPI_SUM) on
+ * MPI_COMM_WORLD, for scripts/bench-instr-coll.sh to count instructions
+ * per call (callgrind; the difference of two N leaves out start-up).
+ *   coll_loop N */
+#include <mpi.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int n = argc > 1 ? atoi(argv[1]) : 1000;
+  double in = 1, out = 0;
+  for (int i = 0; i < n; i++) MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return out == 2 ? 0 : 1;
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Where the shim's cost per collective goes, in instructions (callgrind):
+#
+#   scripts/bench-instr-coll.sh [openmpi|mpich] [VAR=VALUE ...]
+#
+# Runs bench/coll_loop.c (back-to-back 8-byte Allreduces, np=2) through the
+# shim with LOGGP_VT=on plus the VAR=VALUE given, with 2000 and with 6000
+# calls; the difference, divided by the 4000 calls between them, leaves out
+# start-up and MPI_Finalize. Prints per Allreduce and rank: the shim's own
+# instructions (its functions' self counts) with the largest of them,
+# malloc/calloc/free (all callers: the shim's collectives allocated per
+# step), and the library's datatype queries. Whole-rank totals are not
+# printed: the ranks' waiting loops make them noisy. Needs valgrind and
+# scripts/build.sh; SHIM=PATH measures another build. One MPI job at a time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mpi=${1:-openmpi}
+shift || true
+out=target/bench/instr-coll
+. scripts/callgrind-job.sh
+cg_init bench-instr-coll "$mpi" "$out"
+"mpicc.$mpi" -O2 -o "$out/coll_loop-$mpi" bench/coll_loop.c
+for n in 2000 6000; do
+  cg_run "$PWD/$out/cg.$n" shim "$@" -- "$out/coll_loop-$mpi" "$n"
+done
+python3 - "$out" "$mpi" "$*" <<'PY'
+import collections, re, subprocess, sys
+out, mpi, extra = sys.argv[1], sys.argv[2], sys.argv[3]
+calls = 4000
+
+def self_counts(path):
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", path],
+                          capture_output=True, text=True).stdout
+    d = collections.Counter()
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(.+?)(?:\s+\[([^\]]*)\])?\s*$", line)
+        if not m:
+            continue
+        fm = re.match(r"^(.*?\.(?:rs|c|S|h)|\?\?\?):(.*)$", m.group(2))
+        file, name = (fm.group(1), fm.group(2)) if fm else ("", m.group(2))
+        obj = m.group(3) or ""
+        # Inlined code is listed under its source file without an object.
+        shim = "libloggp" in obj or "shim/src" in file or "core/src" in file \
+            or ((file.startswith("/rustc") or "/rust/deps" in file) and not obj)
+        d[("shim" if shim else obj.rsplit("/", 1)[-1], name)] += int(m.group(1).replace(",", ""))
+    return d
+
+print(f"bench-instr-coll: {mpi}, np=2, 8-byte MPI_Allreduce; shim: LOGGP_VT=on {extra}".rstrip())
+print("instructions per Allreduce (callgrind)")
+for rank in (0, 1):
+    a, b = self_counts(f"{out}/cg.2000.{rank}"), self_counts(f"{out}/cg.6000.{rank}")
+    diff = {k: (b[k] - a[k]) / calls for k in set(a) | set(b)}
+    shim = {k: v for k, v in diff.items() if k[0] == "shim"}
+    alloc = sum(v for k, v in diff.items() if k[0].startswith("libc.so")
+                and re.search(r"malloc|calloc|free|realloc", k[1]))
+    types = sum(v for k, v in diff.items() if re.search(r"Type_|datatype", k[1]))
+    print(f"  rank {rank}: shim's own {sum(shim.values()):6.0f}   malloc/calloc/free {alloc:5.0f}"
+          f"   datatype queries {types:5.0f}")
+    for (_, name), v in sorted(shim.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"      {v:6.0f}  {name[:90]}")
+PY
