@@ -1,15 +1,26 @@
 /* coll_loop: N back-to-back 8-byte Allreduces (one double, MPI_SUM) on
  * MPI_COMM_WORLD, for scripts/bench-instr-coll.sh to count instructions
  * per call (callgrind; the difference of two N leaves out start-up).
- *   coll_loop N */
+ * With "i", each is MPI_Iallreduce + MPI_Wait (the shim's nonblocking
+ * collectives: a job progressed from the Wait).
+ *   coll_loop N [i] */
 #include <mpi.h>
 #include <stdlib.h>
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int n = argc > 1 ? atoi(argv[1]) : 1000;
+  int nb = argc > 2 && argv[2][0] == 'i';
   double in = 1, out = 0;
-  for (int i = 0; i < n; i++) MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  for (int i = 0; i < n; i++) {
+    if (nb) {
+      MPI_Request r;
+      MPI_Iallreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+  }
   MPI_Finalize();
   return out == 2 ? 0 : 1;
 }

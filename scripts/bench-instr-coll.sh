@@ -3,8 +3,9 @@
 #
 #   scripts/bench-instr-coll.sh [openmpi|mpich] [VAR=VALUE ...]
 #
-# Runs bench/coll_loop.c (back-to-back 8-byte Allreduces, np=2) through the
-# shim with LOGGP_VT=on plus the VAR=VALUE given, with 2000 and with 6000
+# Runs bench/coll_loop.c (back-to-back 8-byte Allreduces, np=2; with
+# NB=1, MPI_Iallreduce + MPI_Wait) through the shim with LOGGP_VT=on plus
+# the VAR=VALUE given, with 2000 and with 6000
 # calls; the difference, divided by the 4000 calls between them, leaves out
 # start-up and MPI_Finalize. Prints per Allreduce and rank: the shim's own
 # instructions (its functions' self counts) with the largest of them,
@@ -21,7 +22,7 @@ out=target/bench/instr-coll
 cg_init bench-instr-coll "$mpi" "$out"
 "mpicc.$mpi" -O2 -o "$out/coll_loop-$mpi" bench/coll_loop.c
 for n in 2000 6000; do
-  cg_run "$PWD/$out/cg.$n" shim "$@" -- "$out/coll_loop-$mpi" "$n"
+  cg_run "$PWD/$out/cg.$n" shim "$@" -- "$out/coll_loop-$mpi" "$n" ${NB:+i}
 done
 python3 - "$out" "$mpi" "$*" <<'PY'
 import collections, re, subprocess, sys

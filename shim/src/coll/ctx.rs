@@ -65,8 +65,9 @@ pub struct Ctx {
 struct Done<'a> {
     e: &'static Engine,
     reqs: &'a mut Vec<Request>,
-    /// Their statuses (for the error of a failed one), made once.
-    sts: Vec<Status>,
+    /// Their statuses (for the error of a failed one), made once, in place
+    /// up to 8 requests (no allocation per step).
+    sts: Small<Status, 8>,
 }
 
 impl Future for Done<'_> {
@@ -82,7 +83,8 @@ impl Future for Done<'_> {
             return Poll::Ready(Err(abi::ERR_OTHER));
         };
         let mut flag: c_int = 0;
-        sts.resize(reqs.len(), Status::zeroed());
+        // Made for these requests, which only this future changes.
+        debug_assert_eq!(sts.len(), reqs.len());
         // SAFETY: the requests are the engine's, made by this context.
         let rc = unsafe { e.testall(n, reqs.as_mut_ptr(), &mut flag, sts.as_mut_ptr()) };
         if rc != abi::SUCCESS {
@@ -223,7 +225,7 @@ impl Ctx {
                 return Ok(());
             }
             if self.nb {
-                let sts = vec![Status::zeroed(); reqs.len()];
+                let sts = Small::new(Status::zeroed(), reqs.len());
                 return Done {
                     e: self.e,
                     reqs,
