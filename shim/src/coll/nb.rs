@@ -58,7 +58,7 @@ struct Job {
 unsafe impl Send for Job {}
 
 /// Jobs in the order they were started (their key is the request's).
-static JOBS: Mutex<Vec<(usize, Arc<Mutex<Job>>)>> = Mutex::new(Vec::new());
+static JOBS: Mutex<Jobs> = Mutex::new(Vec::new());
 // Jobs not yet finished are counted where the engine reads them (the
 // whole cost of its hook when none is).
 use crate::engine::jobs::RUNNING;
@@ -78,9 +78,9 @@ pub fn register() {
     crate::engine::jobs::register(&HOOKS);
 }
 
-/// The jobs `progress_all` polls, taken out of `JOBS` (whose lock a job
-/// may need while it runs).
-type Snapshot = Vec<(usize, Arc<Mutex<Job>>)>;
+/// Jobs by request key: `JOBS`, and `progress_all`'s snapshot of those it
+/// polls (taken out of `JOBS`, whose lock a job may need while it runs).
+type Jobs = Vec<(usize, Arc<Mutex<Job>>)>;
 
 thread_local! {
     /// Set while this thread is polling jobs: a job's own completion calls
@@ -88,10 +88,10 @@ thread_local! {
     static POLLING: Cell<bool> = const { Cell::new(false) };
     /// `progress_all`'s snapshot, kept with its capacity: one allocation
     /// per thread, not one per poll (`NB=1 scripts/bench-instr-coll.sh`).
-    static SNAPSHOT: Cell<Snapshot> = const { Cell::new(Vec::new()) };
+    static SNAPSHOT: Cell<Jobs> = const { Cell::new(Vec::new()) };
 }
 
-fn jobs() -> MutexGuard<'static, Vec<(usize, Arc<Mutex<Job>>)>> {
+fn jobs() -> MutexGuard<'static, Jobs> {
     JOBS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
