@@ -1,17 +1,16 @@
 //! The one clock: CLOCK_MONOTONIC, shared by every process on a host, in
 //! nanoseconds.
 //!
-//! Read through the vDSO it costs ~23 ns here, the largest single item of
-//! the shim's own cost per message (two reads per message, one on each
-//! side; `bench/side_calls.c`). Where the kernel itself keeps time with
-//! the processor's invariant time-stamp counter (clocksource `tsc`), `now`
-//! reads the counter (~10 ns) and extrapolates from the last
-//! CLOCK_MONOTONIC reading of this thread (its anchor), re-anchoring at
-//! least every `ANCHOR_NS`: the value stays CLOCK_MONOTONIC's to within
-//! the rate's error over that span (the rate is calibrated against
-//! CLOCK_MONOTONIC over start-up, ~10 ms: a few ppm, well under 1 ns), so
-//! ranks and threads still share one clock. Elsewhere, and until
-//! calibrated, it is `clock_gettime`. The arithmetic is `loggp_core::tsc`.
+//! Read through the vDSO it costs ~21 ns here, against ~9 ns for the
+//! processor's time-stamp counter (`bench/side_calls.c`). Where the kernel
+//! itself keeps time with the invariant counter (clocksource `tsc`, so it
+//! is shared by all processors), `now` reads the counter and extrapolates
+//! from the last CLOCK_MONOTONIC reading of this thread (its anchor), with
+//! a rate calibrated over start-up and refined at every re-anchoring, for
+//! at most a span that grows with the run from 20 µs to 10 ms
+//! (`loggp_core::tsc`, where the error budget is: a few ns, so ranks and
+//! threads still share one clock). Elsewhere, and until calibrated, it is
+//! `clock_gettime`.
 //!
 //! `LOGGP_TEST_CLOCK` shifts and drifts it as the shim sees it (a testing
 //! aid); across hosts, departures travel as stamps in the job's reference
@@ -19,8 +18,8 @@
 
 use loggp_core::clocks::{Hosts, TestClock};
 use loggp_core::idle::{self, Kind, Step, Wait};
-use loggp_core::tsc::{Anchor, TscRate};
-use std::cell::{Cell, UnsafeCell};
+use loggp_core::tsc::{Anchor, Pair, TscRate};
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
@@ -74,15 +73,12 @@ pub fn monotonic() -> u64 {
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Longest extrapolation from an anchor, ns.
-const ANCHOR_NS: u64 = 20_000;
-
 /// The counter's calibrated rate (`loggp_core::tsc`), once start-up has
 /// set it; until then, and where it is not used, `now` is `monotonic`.
 static RATE: OnceLock<TscRate> = OnceLock::new();
 
 thread_local! {
-    static ANCHOR: Cell<Anchor> = const { Cell::new(Anchor::new()) };
+    static ANCHOR: UnsafeCell<Anchor> = const { UnsafeCell::new(Anchor::new()) };
 }
 
 /// Below MPI_THREAD_MULTIPLE (`set_one_thread`): per-thread state of the
@@ -150,24 +146,52 @@ fn ticks() -> u64 {
     0
 }
 
-/// A calibration point: (counter, CLOCK_MONOTONIC) read back to back.
-pub fn calibration_point() -> (u64, u64) {
-    let t = ticks();
-    (t, monotonic())
+/// CLOCK_MONOTONIC read between two counter reads.
+#[inline]
+fn reading() -> Pair {
+    let t0 = ticks();
+    let ns = monotonic();
+    Pair::bracketed(t0, ns, ticks())
 }
 
-/// Starts using the counter, with the rate between two stamps taken some
-/// milliseconds apart, when the kernel's clocksource is the TSC (so that it
+/// A calibration point: the narrowest of 8 readings (the first calls of a
+/// process were seen 350 ns wide, warm ones 20-30 ns).
+pub fn calibration_point() -> Pair {
+    (0..8)
+        .map(|_| reading())
+        .min_by_key(|p| p.width)
+        .unwrap_or_default()
+}
+
+/// A reading for an anchor: the first narrow one of up to three
+/// (`TscRate::narrow`), else the narrowest.
+#[cold]
+fn anchor_reading(rate: &TscRate) -> Pair {
+    let mut best = reading();
+    for _ in 0..2 {
+        if rate.narrow(best) {
+            break;
+        }
+        let p = reading();
+        if p.width < best.width {
+            best = p;
+        }
+    }
+    best
+}
+
+/// Starts using the counter, with the rate between two calibration points
+/// taken some milliseconds apart, when the kernel's clocksource is the TSC (so that it
 /// is invariant and shared by all processors), unless `use_tsc` is false
 /// (`LOGGP_CLOCK=monotonic`).
-pub fn calibrate(a: (u64, u64), b: (u64, u64), use_tsc: bool) {
+pub fn calibrate(a: Pair, b: Pair, use_tsc: bool) {
     if !cfg!(target_arch = "x86_64") || !use_tsc {
         return;
     }
     let tsc =
         std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
             .is_ok_and(|s| s.trim() == "tsc");
-    if let (true, Some(r)) = (tsc, TscRate::from_stamps(a, b, ANCHOR_NS)) {
+    if let (true, Some(r)) = (tsc, TscRate::from_pairs(a, b)) {
         let _ = RATE.set(r);
     }
 }
@@ -186,9 +210,9 @@ fn raw() -> u64 {
         // another processor than the anchor's is safe: `Anchor::read`
         // re-anchors on a counter that lags.
         let a = unsafe { PROCESS_ANCHOR.get() };
-        return match a.read(rate, t) {
+        return match a.read(t) {
             Some(v) => v,
-            None => a.reset(t, monotonic()),
+            None => a.reset(rate, anchor_reading(rate)),
         };
     }
     raw_tls(rate, t)
@@ -200,13 +224,13 @@ fn raw() -> u64 {
 #[inline(never)]
 fn raw_tls(rate: &TscRate, t: u64) -> u64 {
     ANCHOR.with(|c| {
-        let mut a = c.get();
-        let v = match a.read(rate, t) {
+        // SAFETY: this thread's own value, and the only reference to it:
+        // nothing called here reads the clock again.
+        let a = unsafe { &mut *c.get() };
+        match a.read(t) {
             Some(v) => v,
-            None => a.reset(t, monotonic()),
-        };
-        c.set(a);
-        v
+            None => a.reset(rate, anchor_reading(rate)),
+        }
     })
 }
 
