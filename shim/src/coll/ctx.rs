@@ -64,7 +64,7 @@ pub struct Ctx {
 /// machine (MPI_Testall through the engine); the requests are freed.
 struct Done<'a> {
     e: &'static Engine,
-    reqs: &'a mut Vec<Request>,
+    reqs: &'a mut [Request],
     /// Their statuses (for the error of a failed one), made once, in place
     /// up to 8 requests (no allocation per step).
     sts: Small<Status, 8>,
@@ -88,13 +88,11 @@ impl Future for Done<'_> {
         // SAFETY: the requests are the engine's, made by this context.
         let rc = unsafe { e.testall(n, reqs.as_mut_ptr(), &mut flag, sts.as_mut_ptr()) };
         if rc != abi::SUCCESS {
-            reqs.clear();
             return Poll::Ready(Err(first_error(rc, sts)));
         }
         if flag == 0 {
             return Poll::Pending;
         }
-        reqs.clear();
         Poll::Ready(Ok(()))
     }
 }
@@ -127,9 +125,8 @@ impl Ctx {
     pub async unsafe fn send(&self, buf: *const c_void, n: usize, dt: Datatype, dest: usize) -> R {
         unsafe {
             if self.nb {
-                let mut v = Vec::with_capacity(1);
-                self.isend(buf, n, dt, dest, &mut v)?;
-                return self.waitall(&mut v).await;
+                let mut r = [self.isend_one(buf, n, dt, dest)?];
+                return self.wait_own(&mut r).await;
             }
             chk(self.e.send(
                 Mode::Standard,
@@ -146,9 +143,8 @@ impl Ctx {
     pub async unsafe fn recv(&self, buf: *mut c_void, n: usize, dt: Datatype, src: usize) -> R {
         unsafe {
             if self.nb {
-                let mut v = Vec::with_capacity(1);
-                self.irecv(buf, n, dt, src, &mut v)?;
-                return self.waitall(&mut v).await;
+                let mut r = [self.irecv_one(buf, n, dt, src)?];
+                return self.wait_own(&mut r).await;
             }
             self.post_recv(buf, n, dt, src, None)
         }
@@ -187,6 +183,20 @@ impl Ctx {
         reqs: &mut Vec<Request>,
     ) -> R {
         unsafe {
+            reqs.push(self.isend_one(buf, n, dt, dest)?);
+            Ok(())
+        }
+    }
+
+    /// `isend`, returning the request.
+    unsafe fn isend_one(
+        &self,
+        buf: *const c_void,
+        n: usize,
+        dt: Datatype,
+        dest: usize,
+    ) -> Result<Request, c_int> {
+        unsafe {
             let mut r = self.e.c.request_null;
             chk(self.e.isend(
                 Mode::Standard,
@@ -198,8 +208,7 @@ impl Ctx {
                 self.comm,
                 &mut r,
             ))?;
-            reqs.push(r);
-            Ok(())
+            Ok(r)
         }
     }
 
@@ -212,11 +221,38 @@ impl Ctx {
         reqs: &mut Vec<Request>,
     ) -> R {
         unsafe {
-            let mut r = self.e.c.request_null;
-            self.post_recv(buf, n, dt, src, Some(&mut r))?;
-            reqs.push(r);
+            reqs.push(self.irecv_one(buf, n, dt, src)?);
             Ok(())
         }
+    }
+
+    /// `irecv`, returning the request.
+    unsafe fn irecv_one(
+        &self,
+        buf: *mut c_void,
+        n: usize,
+        dt: Datatype,
+        src: usize,
+    ) -> Result<Request, c_int> {
+        unsafe {
+            let mut r = self.e.c.request_null;
+            self.post_recv(buf, n, dt, src, Some(&mut r))?;
+            Ok(r)
+        }
+    }
+
+    /// Completes requests of this context's (nonblocking: polled as a
+    /// step of the collective's future). A send, a receive or a Sendrecv
+    /// keeps its one or two requests in an array of its own, not a `Vec`
+    /// (no allocation per step).
+    async fn wait_own(&self, reqs: &mut [Request]) -> R {
+        let sts = Small::new(Status::zeroed(), reqs.len());
+        Done {
+            e: self.e,
+            reqs,
+            sts,
+        }
+        .await
     }
 
     pub async unsafe fn waitall(&self, reqs: &mut Vec<Request>) -> R {
@@ -225,13 +261,9 @@ impl Ctx {
                 return Ok(());
             }
             if self.nb {
-                let sts = Small::new(Status::zeroed(), reqs.len());
-                return Done {
-                    e: self.e,
-                    reqs,
-                    sts,
-                }
-                .await;
+                let r = self.wait_own(reqs).await;
+                reqs.clear();
+                return r;
             }
             let mut sts = Small::<Status, 8>::new(Status::zeroed(), reqs.len());
             let rc = self.e.waitall_own(reqs, sts.as_mut_ptr());
@@ -254,10 +286,9 @@ impl Ctx {
     ) -> R {
         unsafe {
             if self.nb {
-                let mut v = Vec::with_capacity(2);
-                self.irecv(rbuf, rn, rdt, src, &mut v)?;
-                self.isend(sbuf, sn, sdt, dest, &mut v)?;
-                return self.waitall(&mut v).await;
+                let mut r = [self.irecv_one(rbuf, rn, rdt, src)?, self.e.c.request_null];
+                r[1] = self.isend_one(sbuf, sn, sdt, dest)?;
+                return self.wait_own(&mut r).await;
             }
             chk(self.e.sendrecv(
                 sbuf,
