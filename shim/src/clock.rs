@@ -181,9 +181,9 @@ fn anchor_reading(rate: &TscRate) -> Pair {
 }
 
 /// Starts using the counter, with the rate between two calibration points
-/// taken some milliseconds apart, when the kernel's clocksource is the TSC (so that it
-/// is invariant and shared by all processors), unless `use_tsc` is false
-/// (`LOGGP_CLOCK=monotonic`).
+/// taken some milliseconds apart, when the kernel's clocksource is the TSC
+/// (so that it is invariant and shared by all processors), unless
+/// `use_tsc` is false (`LOGGP_CLOCK=monotonic`).
 pub fn calibrate(a: Pair, b: Pair, use_tsc: bool) {
     if !cfg!(target_arch = "x86_64") || !use_tsc {
         return;
