@@ -128,9 +128,9 @@ impl TscRate {
         p.width <= self.narrow_ticks
     }
 
-    /// A pair's width in ns.
-    pub fn width_ns(&self, p: Pair) -> u64 {
-        mul_q(p.width, self.ns_per_tick_q32)
+    /// Nanoseconds in `ticks` at the start-up rate (pairs' widths).
+    pub fn ticks_ns(&self, ticks: u64) -> u64 {
+        mul_q(ticks, self.ns_per_tick_q32)
     }
 }
 
@@ -206,8 +206,7 @@ impl Anchor {
             let dt = p.ticks.wrapping_sub(self.ticks);
             if dt <= self.span.saturating_mul(2) {
                 let guess = self.ns + mul_q(dt, self.q);
-                let widths = mul_q(p.width + self.width, self.q);
-                if guess.abs_diff(p.ns) > SLEW_NS + widths {
+                if guess.abs_diff(p.ns) > SLEW_NS + rate.ticks_ns(p.width + self.width) {
                     self.base = p;
                 }
             }
@@ -307,7 +306,7 @@ mod tests {
             TscRate::from_pairs(p(0, 0), p(u64::MAX / 2, 5_000_000)),
             None
         );
-        assert_eq!(r.width_ns(p(0, 0)), 20);
+        assert_eq!(r.ticks_ns(p(0, 0).width), 20);
     }
 
     #[test]

@@ -209,13 +209,19 @@ fn raw() -> u64 {
         // clock inside MPI calls; the reference lives only here. A read on
         // another processor than the anchor's is safe: `Anchor::read`
         // re-anchors on a counter that lags.
-        let a = unsafe { PROCESS_ANCHOR.get() };
-        return match a.read(t) {
-            Some(v) => v,
-            None => a.reset(rate, anchor_reading(rate)),
-        };
+        return read(unsafe { PROCESS_ANCHOR.get() }, rate, t);
     }
     raw_tls(rate, t)
+}
+
+/// The time at counter `t` from anchor `a`, re-anchored first when its
+/// span is over.
+#[inline]
+fn read(a: &mut Anchor, rate: &TscRate, t: u64) -> u64 {
+    match a.read(t) {
+        Some(v) => v,
+        None => a.reset(rate, anchor_reading(rate)),
+    }
 }
 
 /// `raw` on this thread's anchor. Out of line: inlined, the compiler
@@ -226,11 +232,7 @@ fn raw_tls(rate: &TscRate, t: u64) -> u64 {
     ANCHOR.with(|c| {
         // SAFETY: this thread's own value, and the only reference to it:
         // nothing called here reads the clock again.
-        let a = unsafe { &mut *c.get() };
-        match a.read(t) {
-            Some(v) => v,
-            None => a.reset(rate, anchor_reading(rate)),
-        }
+        read(unsafe { &mut *c.get() }, rate, t)
     })
 }
 
