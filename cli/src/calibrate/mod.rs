@@ -582,6 +582,12 @@ pub const MODEL_OFF: f64 = 1.25;
 /// half its round trip, either way, was disturbed during one of the two
 /// phases (see `Raw::oneway_excess`; quiet runs stay within 0.8–1.4).
 pub const ONEWAY_OFF: f64 = 2.0;
+
+/// Whether a one-way time `x` times half the round trip is beyond
+/// `ONEWAY_OFF` either way (NaN, not measured, is not).
+fn oneway_beyond(x: f64) -> bool {
+    !x.is_nan() && !(1.0 / ONEWAY_OFF..=ONEWAY_OFF).contains(&x)
+}
 /// Native runs whose round trip lies within this factor of a sweep's row
 /// at zero ran in the same phase of the machine as that sweep
 /// (`Baseline::center_at`): the shim's own cost at zero is a few tens of
@@ -620,7 +626,7 @@ impl Disturbance {
     }
 
     fn oneway_off(&self) -> bool {
-        self.oneway_excess > ONEWAY_OFF || self.oneway_excess < 1.0 / ONEWAY_OFF
+        oneway_beyond(self.oneway_excess)
     }
 
     /// Beyond any threshold.
@@ -713,7 +719,7 @@ impl Baseline {
             .iter()
             .filter(|r| {
                 let x = r.oneway / (r.rtt / 2.0);
-                x.is_finite() && (1.0 / ONEWAY_OFF..=ONEWAY_OFF).contains(&x)
+                x.is_finite() && !oneway_beyond(x)
             })
             .map(|r| r.oneway)
             .collect();
