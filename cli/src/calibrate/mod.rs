@@ -484,10 +484,13 @@ impl Opts {
             .map(|(_, d)| d.as_str())
     }
 
-    /// The variables of one run of `knob` at `value`: the knob, and its
-    /// distribution and the seed when it is varied.
+    /// The variables of one run of `knob` at `value`: virtual time on (so
+    /// that the row at zero is the emulated machine at zero knobs, as
+    /// `loggp sweep`'s baseline, and not the pass-through; and so that a
+    /// `LOGGP_VT` in the caller's environment cannot turn a sweep into
+    /// one), the knob, and its distribution and the seed when it is varied.
     pub fn vars(&self, knob: &Knob, value: &str) -> Vec<(String, String)> {
-        let mut v = Vec::new();
+        let mut v = vec![("LOGGP_VT".to_string(), "on".to_string())];
         if let Some(var) = knob_var(knob.name) {
             v.push((var.to_string(), value.to_string()));
         }
@@ -859,6 +862,10 @@ pub struct Row {
     /// A varied knob: the realised per-message delays against the
     /// requested distribution.
     pub spread: Option<Spread>,
+    /// Measured with virtual time on (`LOGGP_VT=on`, `# meta vt on` in its
+    /// raw output). A row at zero without it (a raw directory from before)
+    /// ran the pass-through.
+    pub vt: bool,
 }
 
 /// The realised distribution of a varied knob at one requested value.
@@ -988,6 +995,7 @@ pub fn make_row(
         disturbed: Vec::new(),
         disturbance: Disturbance::UNKNOWN,
         spread: None,
+        vt: false,
     }
 }
 
@@ -1106,6 +1114,7 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
             // The kept run's disturbance, as the measurement judged it
             // (a row kept disturbed is marked in its table and summary).
             row.disturbance = Disturbance::of(&r, r.meta.contains_key("dist"));
+            row.vt = r.meta.get("vt").is_some_and(|v| v == "on");
             if let Some(d) = r.meta.get("dist") {
                 row.spread = spread_of(knob.name, d, &r, &baseline, value)?;
                 if !opts.dists.iter().any(|(k, _)| *k == knob.name) {
@@ -1250,6 +1259,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
                 }
                 None => None,
             };
+            r.text = format!("# meta vt on\n{}", r.text);
             raw.push((label, r.text));
             done += 1;
             let secs = t.elapsed().as_secs_f64();
@@ -1295,6 +1305,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
             row.disturbed = disturbed;
             row.disturbance = still;
             row.spread = spread;
+            row.vt = true;
             rows.push(row);
         }
         knobs.push(KnobResult {
@@ -1346,6 +1357,15 @@ pub struct DriftSummary<'a> {
     /// Flags beyond 3× tolerance: issue 12's bound for the machinery's own
     /// drift under a knob.
     pub beyond_3x: usize,
+    /// Of those, the row at zero's: the machinery alone (virtual time on,
+    /// every knob zero). None without such a row (no 0 requested, or a
+    /// raw directory whose row at zero ran the pass-through).
+    pub at_zero: Option<usize>,
+    /// The other rows' untouched parameters beyond 3× tolerance against
+    /// the row at zero instead of the native machine: what raising the
+    /// knob moves beyond the machinery's own cost, which a sweep from the
+    /// emulated machine at zero (`loggp sweep`) does not see.
+    pub from_zero: Option<usize>,
 }
 
 pub fn drift_summary<'a>(k: &'a KnobResult, b: &Baseline) -> DriftSummary<'a> {
@@ -1373,7 +1393,39 @@ pub fn drift_summary<'a>(k: &'a KnobResult, b: &Baseline) -> DriftSummary<'a> {
             }
         }
     }
-    DriftSummary { worst, beyond_3x }
+    let zero = k.rows.iter().find(|r| r.requested.value == 0.0 && r.vt);
+    let at_zero = zero.map(|z| {
+        z.drift
+            .iter()
+            .filter(|&&(p, d)| d.abs() > 3.0 * b.tolerance_at(p, k.knob.name))
+            .count()
+    });
+    let from_zero = zero.map(|z| {
+        let untouched: Vec<&str> = PARAMS
+            .iter()
+            .copied()
+            .filter(|&p| p != k.knob.name && !k.knob.coupled.contains(&p))
+            .collect();
+        k.rows
+            .iter()
+            .filter(|r| r.requested.value != 0.0)
+            .map(|r| {
+                untouched
+                    .iter()
+                    .filter(|&&p| {
+                        let d = r.params.get(p) - z.params.get(p);
+                        d.abs() > 3.0 * b.tolerance_at(p, k.knob.name)
+                    })
+                    .count()
+            })
+            .sum()
+    });
+    DriftSummary {
+        worst,
+        beyond_3x,
+        at_zero,
+        from_zero,
+    }
 }
 
 #[cfg(test)]
@@ -1593,6 +1645,56 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_tells_the_machinery_at_zero_from_what_the_knob_moves() {
+        // Baseline L 200, tolerance 44.5 ns. The row at zero (virtual
+        // time on) has L +150 (3.4×): the machinery's own. At 20us L is
+        // +180 against native (4×) but +30 against the row at zero; at
+        // 40us +350 and +200 (4.5×).
+        let b = base();
+        let o_r = *KNOBS.iter().find(|k| k.name == "o_r").unwrap();
+        let row = |text: &str, v: f64, l: f64, vt: bool| {
+            let mut r = make_row(
+                &o_r,
+                req(text, v),
+                params(l, 100.0, v + 120.0, 92.0),
+                &b,
+                1.0,
+            );
+            r.vt = vt;
+            r
+        };
+        let k = KnobResult {
+            knob: o_r,
+            rows: vec![
+                row("0", 0.0, 350.0, true),
+                row("20us", 20e3, 380.0, true),
+                row("40us", 40e3, 550.0, true),
+            ],
+            seconds: 1.0,
+        };
+        let d = drift_summary(&k, &b);
+        assert_eq!(d.beyond_3x, 3);
+        assert_eq!(d.at_zero, Some(1));
+        assert_eq!(d.from_zero, Some(1));
+        // A row at zero that ran the pass-through (a raw directory from
+        // before) is no measure of the machinery: n/a.
+        let k = KnobResult {
+            knob: o_r,
+            rows: vec![row("0", 0.0, 200.0, false), row("20us", 20e3, 380.0, true)],
+            seconds: 1.0,
+        };
+        let d = drift_summary(&k, &b);
+        assert_eq!((d.at_zero, d.from_zero), (None, None));
+        // No row at zero requested: n/a too.
+        let k = KnobResult {
+            knob: o_r,
+            rows: vec![row("20us", 20e3, 380.0, true)],
+            seconds: 1.0,
+        };
+        assert_eq!(drift_summary(&k, &b).from_zero, None);
+    }
+
+    #[test]
     fn either_measure_of_disturbance_repeats_a_run() {
         let d = |median_p10, model_excess| Disturbance {
             median_p10,
@@ -1688,7 +1790,13 @@ mod tests {
         assert!(vars.contains(&("LOGGP_L_DIST".into(), "normal:5us".into())));
         assert!(vars.contains(&("LOGGP_SEED".into(), "4".into())));
         // the o_s sweep runs with L fixed at 0, not around 0
-        assert_eq!(o.vars(&o.knobs[1], "20us").len(), 1);
+        assert_eq!(
+            o.vars(&o.knobs[1], "20us"),
+            [
+                ("LOGGP_VT".into(), "on".into()),
+                ("LOGGP_O_S".into(), "20us".into())
+            ]
+        );
         for (line, want) in [
             (
                 "--knob o_s --l-dist normal:5us",

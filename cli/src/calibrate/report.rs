@@ -308,6 +308,8 @@ pub fn markdown(cal: &Calibration) -> String {
             "León avg %err",
             "drift flags",
             "beyond 3×",
+            "of those at 0",
+            "beyond 3× from 0",
             "largest drift",
         ]
         .iter()
@@ -356,6 +358,8 @@ pub fn markdown(cal: &Calibration) -> String {
                 format!("{:.2}", k.knob.leon),
                 flags.to_string(),
                 d.beyond_3x.to_string(),
+                d.at_zero.map_or("n/a".into(), |n| n.to_string()),
+                d.from_zero.map_or("n/a".into(), |n| n.to_string()),
                 worst,
             ]);
         }
@@ -363,6 +367,10 @@ pub fn markdown(cal: &Calibration) -> String {
         let _ = writeln!(
             s,
             "drift flags: untouched parameters beyond their tolerance, over the sweep's rows; beyond 3×: those beyond 3× tolerance. largest drift: in tolerances around the sweep's own native value, from a run kept disturbed only where no other row drifts.\n"
+        );
+        let _ = writeln!(
+            s,
+            "The row at 0 runs through the shim with virtual time on and every knob at zero (LOGGP_VT=on), the emulated machine that `loggp sweep` measures from: of those at 0, its flags beyond 3× are the machinery's own cost, which every other row carries too. beyond 3× from 0: the other rows' untouched parameters beyond 3× tolerance against that row instead of the native machine, what raising the knob moves beyond the machinery (n/a: no row at 0).\n"
         );
     }
     s
@@ -460,7 +468,7 @@ fn fit_table(s: &mut String, r: &Params) {
 fn csv(cal: &Calibration) -> String {
     let o = &cal.opts;
     let mut s = String::from(
-        "mpi,np,size,knob,run,requested,requested_value,L_ns,o_s_ns,o_r_ns,g_ns,g_s_ns,g_r_ns,G_ns_per_B,RTT_ns,o_s_call_ns,G_lsq_ns_per_B,realised,err_pct,below_native,drift,seconds\n",
+        "mpi,np,size,knob,run,requested,requested_value,L_ns,o_s_ns,o_r_ns,g_ns,g_s_ns,g_r_ns,G_ns_per_B,RTT_ns,o_s_call_ns,G_lsq_ns_per_B,realised,err_pct,below_native,drift,seconds,vt\n",
     );
     #[allow(clippy::too_many_arguments)] // one CSV row: every column is an argument
     let mut line = |knob: &str,
@@ -472,7 +480,8 @@ fn csv(cal: &Calibration) -> String {
                     err: Option<f64>,
                     below: bool,
                     drift: &str,
-                    secs: f64| {
+                    secs: f64,
+                    vt: bool| {
         let _ = write!(
             s,
             "{},{},{},{knob},{run},{},{}",
@@ -487,7 +496,7 @@ fn csv(cal: &Calibration) -> String {
         }
         let _ = writeln!(
             s,
-            ",{},{},{},{},{below},{},{}",
+            ",{},{},{},{},{below},{},{},{vt}",
             csv::num(p.o_s_call),
             csv::num(p.big_g_lsq),
             csv::num(realised),
@@ -508,6 +517,7 @@ fn csv(cal: &Calibration) -> String {
             false,
             "",
             f64::NAN,
+            false,
         );
     }
     for k in &cal.knobs {
@@ -524,6 +534,7 @@ fn csv(cal: &Calibration) -> String {
                 r.below_native,
                 &drift.join(" "),
                 r.seconds,
+                r.vt,
             );
         }
     }
@@ -659,6 +670,12 @@ struct JsonKnob<'a> {
     /// Drift flags of the sweep, and those beyond 3× tolerance.
     drift_flags: usize,
     drift_beyond_3x: usize,
+    /// Of those, the row at zero's (virtual time on, every knob zero: the
+    /// machinery alone); null without such a row.
+    drift_beyond_3x_at_zero: Option<usize>,
+    /// The other rows' untouched parameters beyond 3× tolerance against
+    /// the row at zero; null without one.
+    drift_beyond_3x_from_zero: Option<usize>,
     seconds: f64,
     rows: Vec<JsonRow<'a>>,
 }
@@ -670,6 +687,10 @@ struct JsonRow<'a> {
     realised: f64,
     err_pct: Option<f64>,
     below_native: bool,
+    /// Measured with virtual time on (a row at zero without it ran the
+    /// pass-through: a report from before rows at zero were the emulated
+    /// machine).
+    vt: bool,
     drift: Pairs<&'a str, f64>,
     seconds: f64,
     repeated_disturbance: &'a [super::Disturbance],
@@ -749,6 +770,7 @@ fn json(cal: &Calibration) -> String {
             .map(|k| {
                 let errs = k.errors();
                 let (a, sd) = avg_std(&errs);
+                let summary = super::drift_summary(k, &cal.baseline);
                 JsonKnob {
                     knob: k.knob.name,
                     floor: k.knob.floor,
@@ -756,7 +778,9 @@ fn json(cal: &Calibration) -> String {
                     std_err_pct: (!errs.is_empty()).then_some(sd),
                     leon_avg_err_pct: k.knob.leon,
                     drift_flags: k.rows.iter().map(|r| r.drift.len()).sum(),
-                    drift_beyond_3x: super::drift_summary(k, &cal.baseline).beyond_3x,
+                    drift_beyond_3x: summary.beyond_3x,
+                    drift_beyond_3x_at_zero: summary.at_zero,
+                    drift_beyond_3x_from_zero: summary.from_zero,
                     seconds: k.seconds,
                     rows: k
                         .rows
@@ -767,6 +791,7 @@ fn json(cal: &Calibration) -> String {
                             realised: r.realised,
                             err_pct: r.err,
                             below_native: r.below_native,
+                            vt: r.vt,
                             drift: Pairs(r.drift.clone()),
                             seconds: r.seconds,
                             repeated_disturbance: &r.disturbed,
