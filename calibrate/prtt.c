@@ -453,20 +453,21 @@ int main(int argc, char **argv) {
      * fall back to a larger d when the gap is large. */
     d = rtt > 1.5 * gap ? rtt : 1.5 * gap;
     wait = 2 * (gap > rtt ? gap : rtt) + 1e3;
-    /* A diagnostic: LOGGP_PRTT_MIN_D_NS raises d to at least that many ns
+    /* A diagnostic: PRTT_MIN_D_NS (not LOGGP_: the shim refuses variables
+     * of its prefix that it does not know) raises d to at least that many ns
      * (and the pause between repetitions to 2d + 1 us),
      * so that a native run can be measured with the delay a knob's run
      * used (a rank that spun long costs its next MPI_Send more, natively
      * too, which eq. 6 reads as o_s: calibrate/README.md). */
     {
-        const char *v = getenv("LOGGP_PRTT_MIN_D_NS");
+        const char *v = getenv("PRTT_MIN_D_NS");
         if (v && *v) {
             char *end;
             double min_d = strtod(v, &end);
             if (*end || !(min_d >= 0) || min_d > 1e9) {
                 char msg[200];
                 snprintf(msg, sizeof msg,
-                         "LOGGP_PRTT_MIN_D_NS=%.80s is not accepted: a delay in ns, 0 to 1e9", v);
+                         "PRTT_MIN_D_NS=%.80s is not accepted: a delay in ns, 0 to 1e9", v);
                 die(msg);
             }
             if (d < min_d) d = min_d;
