@@ -369,13 +369,14 @@ static void serve(void) {
 
 static void usage(void) {
     die("usage: loggp-prtt [--size BYTES] [--n N] [--reps R] [--fit-reps R] "
-        "[--max-size BYTES] [--budget-us US] [--no-fit]");
+        "[--max-size BYTES] [--budget-us US] [--min-d NS] [--no-fit]");
 }
 
 int main(int argc, char **argv) {
     long size = 8, s;
     int n = 16, reps = 100, fit_reps = 10, do_fit = 1, i, p;
     double budget = 4000e3; /* ns: stop growing s once PRTT(n,0,s) exceeds it (see below) */
+    double min_d = 0;       /* ns: --min-d (see below) */
     double rtt, gap, d, wait, t_start;
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int liblen;
@@ -393,6 +394,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--fit-reps")) fit_reps = atoi(v);
         else if (!strcmp(a, "--max-size")) max_size = atol(v);
         else if (!strcmp(a, "--budget-us")) budget = atof(v) * 1e3;
+        else if (!strcmp(a, "--min-d")) {
+            char *end;
+            min_d = strtod(v, &end);
+            if (*end || !(min_d >= 0) || min_d > 1e9)
+                die("--min-d is a delay in ns, 0 to 1e9");
+        }
         else usage();
         i++;
     }
@@ -453,29 +460,15 @@ int main(int argc, char **argv) {
      * fall back to a larger d when the gap is large. */
     d = rtt > 1.5 * gap ? rtt : 1.5 * gap;
     wait = 2 * (gap > rtt ? gap : rtt) + 1e3;
-    /* A diagnostic: PRTT_MIN_D_NS (not LOGGP_: the shim refuses variables
-     * of its prefix that it does not know) raises d to at least that many ns
-     * (and the pause between repetitions to 2d + 1 us),
-     * so that a native run can be measured with the delay a knob's run
-     * used (a rank that spun long costs its next MPI_Send more, natively
-     * too, which eq. 6 reads as o_s: calibrate/README.md). */
-    {
-        const char *v = getenv("PRTT_MIN_D_NS");
-        if (v && *v) {
-            char *end;
-            double min_d = strtod(v, &end);
-            if (*end || !(min_d >= 0) || min_d > 1e9) {
-                char msg[200];
-                snprintf(msg, sizeof msg,
-                         "PRTT_MIN_D_NS=%.80s is not accepted: a delay in ns, 0 to 1e9", v);
-                die(msg);
-            }
-            if (d < min_d) d = min_d;
-            /* as a knob's run would: its round trip, and so its pause,
-             * grows with its d */
-            if (wait < 2 * d + 1e3) wait = 2 * d + 1e3;
-            printf("# meta min_d_ns %.0f\n", min_d);
-        }
+    /* --min-d: d at least that many ns (and the pause between repetitions
+     * at least 2d + 1 us, as a knob's run with that d has), so that the
+     * native machine can be measured at a knob run's d: a rank that spun
+     * longer before an MPI_Send spends longer in it, natively too, which
+     * eq. 6 reads as o_s (calibrate/README.md). */
+    if (min_d > 0) {
+        if (d < min_d) d = min_d;
+        if (wait < 2 * d + 1e3) wait = 2 * d + 1e3;
+        printf("# meta min_d_ns %.0f\n", min_d);
     }
     printf("# meta d_ns %.0f\n# meta wait_ns %.0f\n", d, wait);
     printf("# kind n d_ns size rep t_ns aux_ns\n");
