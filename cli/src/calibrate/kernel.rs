@@ -488,14 +488,16 @@ impl Params {
 }
 
 /// Runs the kernel once, natively (`shim = None`) or through the shim with
-/// `vars`, under the MPI lock; returns the parsed output.
+/// `vars`, with `extra` arguments after the usual ones (`--min-d NS`),
+/// under the MPI lock; returns the parsed output.
 pub fn run(
     opts: &KernelOpts,
     shim: Option<&Path>,
     vars: &[(String, String)],
+    extra: &[String],
 ) -> Result<Raw, String> {
     let kernel = kernel_path(opts.mpi)?;
-    let args: Vec<String> = [
+    let mut args: Vec<String> = [
         ("--size", opts.size.to_string()),
         ("--reps", opts.reps.to_string()),
         ("--fit-reps", opts.fit_reps.to_string()),
@@ -503,6 +505,7 @@ pub fn run(
     .into_iter()
     .flat_map(|(k, v)| [k.to_string(), v])
     .collect();
+    args.extend(extra.iter().cloned());
     let out = run_job(
         opts.mpi,
         opts.np,

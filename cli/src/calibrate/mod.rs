@@ -679,13 +679,14 @@ fn run_checked(
     kopts: &KernelOpts,
     shim: Option<&std::path::Path>,
     vars: &[(String, String)],
+    extra: &[String],
     label: &str,
     raw: &mut Vec<(String, String)>,
 ) -> Result<(kernel::Raw, Vec<Disturbance>), String> {
     let mut disturbed = Vec::new();
     let varied = vars.iter().any(|(k, _)| k.ends_with("_DIST"));
     loop {
-        let r = kernel::run(kopts, shim, vars)?;
+        let r = kernel::run(kopts, shim, vars, extra)?;
         let dist = Disturbance::of(&r, varied);
         if !dist.disturbed() || disturbed.len() == RETRIES {
             return Ok((r, disturbed));
@@ -945,6 +946,28 @@ pub struct KnobResult {
     pub knob: Knob,
     pub rows: Vec<Row>,
     pub seconds: f64,
+    /// The native machine at the largest d of the sweep's runs (None in a
+    /// raw directory from before it was measured).
+    pub paced: Option<Paced>,
+}
+
+/// A native run with the kernel's d raised to the largest d a sweep's
+/// runs used (`loggp-prtt --min-d`): a knob that lengthens the round trip
+/// or the gap lengthens d, and eq. 6's o_s grows with d on the native
+/// machine too (calibrate/README.md). Against the native runs around the
+/// sweep it shows how much of o_s's (and so L's) drift the kernel's own
+/// pacing makes.
+#[derive(Clone, Debug)]
+pub struct Paced {
+    pub d_ns: f64,
+    pub params: Params,
+}
+
+/// The largest d of a sweep's kernel runs (`# meta d_ns`).
+fn largest_d<'a>(runs: impl Iterator<Item = &'a kernel::Raw>) -> Option<f64> {
+    runs.filter_map(|r| r.meta.get("d_ns").and_then(|v| v.parse::<f64>().ok()))
+        .filter(|d| d.is_finite() && *d > 0.0)
+        .reduce(f64::max)
 }
 
 impl KnobResult {
@@ -1093,6 +1116,16 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
     for knob in KNOBS {
         let prefix = format!("{}-", knob.name);
         let mut runs = Vec::new();
+        let paced_name = format!("native-paced-{}", knob.name);
+        let paced = if names.contains(&paced_name) {
+            let r = read(&paced_name)?;
+            let d = r.meta.get("min_d_ns").and_then(|v| v.parse::<f64>().ok());
+            let p = Params::from_raw(&r)?;
+            raw.push((paced_name, r.text));
+            d.map(|d_ns| Paced { d_ns, params: p })
+        } else {
+            None
+        };
         for n in names.iter().filter(|n| n.starts_with(&prefix)) {
             let text = n[prefix.len()..].replace('_', "/");
             let Ok(mut req) = parse_values(knob, &text) else {
@@ -1103,10 +1136,10 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
             runs.push((n.clone(), req.remove(0), params, r));
         }
         baseline.set_zero_rtt(knob.name, runs.iter().map(|(_, q, prm, _)| (q, prm)));
-        parsed.push((knob, runs));
+        parsed.push((knob, runs, paced));
     }
     let mut knobs = Vec::new();
-    for (knob, runs) in parsed {
+    for (knob, runs, paced) in parsed {
         let mut rows = Vec::new();
         for (n, req, params, r) in runs {
             let value = req.value;
@@ -1133,6 +1166,7 @@ fn reanalyse(mut opts: Opts, dir: &std::path::Path) -> Result<Calibration, Strin
                 knob: *knob,
                 rows,
                 seconds: f64::NAN,
+                paced,
             });
         }
     }
@@ -1201,7 +1235,8 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
     for k in &opts.knobs {
         sweeps.push((*k, opts.requested(k)?));
     }
-    let total = opts.baseline_runs as usize + sweeps.iter().map(|s| s.1.len() + 1).sum::<usize>();
+    // A sweep's runs, then two native runs (after it, and at its largest d).
+    let total = opts.baseline_runs as usize + sweeps.iter().map(|s| s.1.len() + 2).sum::<usize>();
     let t0 = Instant::now();
     let mut done = 0;
     let mut raw = Vec::new();
@@ -1214,7 +1249,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
     for i in 0..opts.baseline_runs {
         let t = Instant::now();
         let label = format!("baseline-{}", i + 1);
-        let (r, disturbed) = run_checked(&kopts, None, &[], &label, &mut raw)?;
+        let (r, disturbed) = run_checked(&kopts, None, &[], &[], &label, &mut raw)?;
         repeated.extend(disturbed.iter().map(|&d| (i + 1, d)));
         library.clone_from(&r.library);
         pair = pair.or_else(|| r.pair());
@@ -1243,11 +1278,13 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
         let tk = Instant::now();
         let dist = opts.dist(knob.name).map(String::from);
         let mut measured = Vec::new();
+        let mut d_max: Option<f64> = None;
         for req in values {
             let t = Instant::now();
             let vars = opts.vars(&knob, &req.text);
             let label = format!("{}-{}", knob.name, req.text.replace('/', "_"));
-            let (mut r, disturbed) = run_checked(&kopts, shim.as_deref(), &vars, &label, &mut raw)?;
+            let (mut r, disturbed) =
+                run_checked(&kopts, shim.as_deref(), &vars, &[], &label, &mut raw)?;
             let params = Params::from_raw(&r)?;
             let still = Disturbance::of(&r, vars.iter().any(|(k, _)| k.ends_with("_DIST")));
             let spread = match &dist {
@@ -1259,6 +1296,10 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
                 }
                 None => None,
             };
+            d_max = [d_max, largest_d(std::iter::once(&r))]
+                .into_iter()
+                .flatten()
+                .reduce(f64::max);
             r.text = format!("# meta vt on\n{}", r.text);
             raw.push((label, r.text));
             done += 1;
@@ -1270,7 +1311,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
         // `Baseline::center_at`); the rows are made once it is in.
         let t = Instant::now();
         let label = format!("native-after-{}", knob.name);
-        let (mut r, disturbed) = run_checked(&kopts, None, &[], &label, &mut raw)?;
+        let (mut r, disturbed) = run_checked(&kopts, None, &[], &[], &label, &mut raw)?;
         if !disturbed.is_empty() {
             eprintln!(
                 "calibrate: {label}: {} disturbed attempt(s) repeated",
@@ -1288,17 +1329,37 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
             &format!("native after {}", knob.name),
             t.elapsed().as_secs_f64(),
         );
+        // The native machine at the sweep's largest d (`Paced`).
+        let t = Instant::now();
+        let mut paced = None;
+        if let Some(d) = d_max {
+            let label = format!("native-paced-{}", knob.name);
+            let extra = ["--min-d".to_string(), format!("{d:.0}")];
+            let (r, _) = run_checked(&kopts, None, &[], &extra, &label, &mut raw)?;
+            paced = Some(Paced {
+                d_ns: d,
+                params: Params::from_raw(&r)?,
+            });
+            raw.push((label, r.text));
+        }
+        done += 1;
+        progress(
+            done,
+            total,
+            &format!("native at {}'s largest d", knob.name),
+            t.elapsed().as_secs_f64(),
+        );
         let seconds = tk.elapsed().as_secs_f64();
         eprintln!("calibrate: {} sweep took {seconds:.1}s", knob.name);
-        pending.push((knob, measured, seconds));
+        pending.push((knob, measured, seconds, paced));
     }
     // The rows are made once every native run is in: each sweep's are
     // compared with the native runs on either side of it, up to the one
     // after the next sweep (`Baseline::center_at`), as `--reanalyse` does.
-    for (knob, measured, _) in &pending {
+    for (knob, measured, _, _) in &pending {
         baseline.set_zero_rtt(knob.name, measured.iter().map(|m| (&m.0, &m.1)));
     }
-    for (knob, measured, seconds) in pending {
+    for (knob, measured, seconds, paced) in pending {
         let mut rows = Vec::new();
         for (req, params, secs, disturbed, still, spread) in measured {
             let mut row = make_row(&knob, req, params, &baseline, secs);
@@ -1312,6 +1373,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
             knob,
             rows,
             seconds,
+            paced,
         });
     }
     let cal = Calibration {
@@ -1628,6 +1690,7 @@ mod tests {
             knob: o_r,
             rows: vec![slow.clone(), quiet],
             seconds: 1.0,
+            paced: None,
         };
         let d = drift_summary(&k, &b);
         let w = d.worst.unwrap();
@@ -1639,6 +1702,7 @@ mod tests {
             knob: o_r,
             rows: vec![slow],
             seconds: 1.0,
+            paced: None,
         };
         let w = drift_summary(&k, &b).worst.unwrap();
         assert_eq!((w.param, w.at, w.disturbed), ("L", "40us", true));
@@ -1671,6 +1735,7 @@ mod tests {
                 row("40us", 40e3, 550.0, true),
             ],
             seconds: 1.0,
+            paced: None,
         };
         let d = drift_summary(&k, &b);
         assert_eq!(d.beyond_3x, 3);
@@ -1682,6 +1747,7 @@ mod tests {
             knob: o_r,
             rows: vec![row("0", 0.0, 200.0, false), row("20us", 20e3, 380.0, true)],
             seconds: 1.0,
+            paced: None,
         };
         let d = drift_summary(&k, &b);
         assert_eq!((d.at_zero, d.from_zero), (None, None));
@@ -1690,8 +1756,45 @@ mod tests {
             knob: o_r,
             rows: vec![row("20us", 20e3, 380.0, true)],
             seconds: 1.0,
+            paced: None,
         };
         assert_eq!(drift_summary(&k, &b).from_zero, None);
+    }
+
+    #[test]
+    fn the_paced_native_run_takes_the_sweeps_largest_d_and_says_what_it_moves() {
+        let raw = |meta: &str| kernel::Raw::parse(&format!("{meta}prtt 1 0 8 0 300 0\n")).unwrap();
+        let runs = [
+            raw("# meta d_ns 900\n"),
+            raw("# meta d_ns 40100\n"),
+            raw(""),
+            raw("# meta d_ns 12000\n"),
+        ];
+        assert_eq!(largest_d(runs.iter()), Some(40100.0));
+        assert_eq!(largest_d(runs[2..3].iter()), None);
+        // Around the sweep: L 200, o_s 100 (the baseline's medians). At
+        // the largest d the native o_s reads 125 and L 190.
+        let b = base();
+        let l = *KNOBS.iter().find(|k| k.name == "L").unwrap();
+        let mut k = KnobResult {
+            knob: l,
+            rows: Vec::new(),
+            seconds: 1.0,
+            paced: None,
+        };
+        assert_eq!(report::paced_line(&k, &b), None);
+        k.paced = Some(Paced {
+            d_ns: 40100.0,
+            params: params(190.0, 125.0, 120.0, 92.0),
+        });
+        let line = report::paced_line(&k, &b).unwrap();
+        assert!(line.contains("(40.1 µs"), "{line}");
+        // L is the knob: only o_s is said, +0.025 µs.
+        assert!(line.contains("o_s 0.125 against 0.100 (+0.025)"), "{line}");
+        assert!(!line.contains("L 0.190"), "{line}");
+        k.knob = *KNOBS.iter().find(|k| k.name == "o_r").unwrap();
+        let line = report::paced_line(&k, &b).unwrap();
+        assert!(line.contains("L 0.190 against 0.200 (-0.010)"), "{line}");
     }
 
     #[test]

@@ -25,6 +25,33 @@ fn cell(p: &str, v: f64) -> String {
     }
 }
 
+/// What the native machine reads at the sweep's largest d (`Paced`), for
+/// the parameters eq. 6's pacing moves (o_s, and L through it), against
+/// the native runs around the sweep.
+pub(super) fn paced_line(k: &super::KnobResult, b: &super::Baseline) -> Option<String> {
+    let p = k.paced.as_ref()?;
+    let parts: Vec<String> = ["o_s", "L"]
+        .into_iter()
+        .filter(|&q| q != k.knob.name)
+        .map(|q| {
+            let (at, around) = (p.params.get(q), b.center_at(q, k.knob.name));
+            let d = at - around;
+            format!(
+                "{q} {} against {} ({}{})",
+                cell(q, at),
+                cell(q, around),
+                if d > 0.0 { "+" } else { "" },
+                cell(q, d)
+            )
+        })
+        .collect();
+    Some(format!(
+        "Native at this sweep's largest d ({:.1} µs, `loggp-prtt --min-d`): {} µs around the sweep: what the kernel's pacing alone moves on the native machine, in one run, which a change of the machine's pace moves too (calibrate/README.md).",
+        p.d_ns / 1e3,
+        parts.join(", ")
+    ))
+}
+
 fn unit(p: &str) -> &'static str {
     if p == "G" {
         "ns/B"
@@ -293,6 +320,9 @@ pub fn markdown(cal: &Calibration) -> String {
             "Coupled by LogGP (not flagged, no avg): {}.{took}\n",
             k.knob.coupled.join(", ")
         );
+        if let Some(line) = paced_line(k, b) {
+            let _ = writeln!(s, "{line}\n");
+        }
         spread_table(&mut s, k);
     }
 
@@ -676,8 +706,17 @@ struct JsonKnob<'a> {
     /// The other rows' untouched parameters beyond 3× tolerance against
     /// the row at zero; null without one.
     drift_beyond_3x_from_zero: Option<usize>,
+    /// The native machine at the sweep's largest d (`loggp-prtt
+    /// --min-d`); null in a raw directory from before.
+    native_at_largest_d: Option<JsonPaced<'a>>,
     seconds: f64,
     rows: Vec<JsonRow<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonPaced<'a> {
+    d_ns: f64,
+    params: JsonParams<'a>,
 }
 
 #[derive(Serialize)]
@@ -781,6 +820,10 @@ fn json(cal: &Calibration) -> String {
                     drift_beyond_3x: summary.beyond_3x,
                     drift_beyond_3x_at_zero: summary.at_zero,
                     drift_beyond_3x_from_zero: summary.from_zero,
+                    native_at_largest_d: k.paced.as_ref().map(|p| JsonPaced {
+                        d_ns: p.d_ns,
+                        params: JsonParams::from(&p.params),
+                    }),
                     seconds: k.seconds,
                     rows: k
                         .rows

@@ -439,7 +439,8 @@ pub fn main(opts: Opts) -> Result<ExitCode, String> {
                 timeout: opts.timeout,
             };
             let vars = vec![("LOGGP_VT".to_string(), "on".to_string())];
-            let (r, _) = super::run_checked(&kopts, Some(&shim), &vars, "prtt-vt-on", &mut raw)?;
+            let (r, _) =
+                super::run_checked(&kopts, Some(&shim), &vars, &[], "prtt-vt-on", &mut raw)?;
             let params = Params::from_raw(&r)?;
             raw.push(("prtt-vt-on".to_string(), r.text));
             done += 1;
