@@ -28,8 +28,10 @@ use std::time::{Duration, Instant};
 const NOTES: &str = "\
 Without --collectives: measures L, o_s, o_r, g, g_s, g_r, G with Hoefler's
 PRTT method, natively (baseline) and through the shim for each requested knob
-value, and writes report.md, calibration.csv, calibration.json, plots (SVG) and
-the raw kernel output into --out (default ./loggp-calibration).
+value (virtual time on: a row at 0 is the emulated machine at zero knobs), and
+writes report.md, calibration.csv, calibration.json, plots (SVG) and the raw
+kernel output into --out (default ./loggp-calibration). After each sweep: a
+native run, and one at the largest kernel delay d of the sweep's runs.
   defaults: --knob all; time knobs 0,20,40,60,80,100,120us (León: 0..120us);
             G 256,512,...,16384MB/s (León's key: 2^x MB/s, x = 8..14);
             --np 2, --size 8, --reps 100, --fit-reps 15, --baseline-runs 3
