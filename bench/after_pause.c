@@ -15,18 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static void spin_ns(double ns) {
-  double end = now_ns() + ns;
-  while (now_ns() < end) {
-  }
-}
-
 int main(int argc, char **argv) {
   int rank, i, reps;
   double pause, *t, q[3];

@@ -26,11 +26,6 @@
 #define TICKS() 0
 #endif
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 #define N 200000
 #define TIME(label, stmt)                                  \
   do {                                                     \

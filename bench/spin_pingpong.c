@@ -13,14 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static double now_ns(void) { return now_us() * 1e3; }
-
-static void spin_ns(double ns) {
-  double end = now_ns() + ns;
-  while (now_ns() < end) {
-  }
-}
-
 int main(int argc, char **argv) {
   int rank, i, reps;
   double spin, *t;
