@@ -699,6 +699,24 @@ fn run_checked(
     }
 }
 
+/// A native run between sweeps (`native-after-<knob>`, `native-paced-<knob>`),
+/// with `extra` kernel arguments: `run_checked`, its repeats said on stderr.
+fn native_between(
+    kopts: &KernelOpts,
+    extra: &[String],
+    label: &str,
+    raw: &mut Vec<(String, String)>,
+) -> Result<kernel::Raw, String> {
+    let (r, disturbed) = run_checked(kopts, None, &[], extra, label, raw)?;
+    if !disturbed.is_empty() {
+        eprintln!(
+            "calibrate: {label}: {} disturbed attempt(s) repeated",
+            disturbed.len()
+        );
+    }
+    Ok(r)
+}
+
 impl Baseline {
     fn values(&self, p: &str) -> Vec<f64> {
         self.runs.iter().map(|r| r.get(p)).collect()
@@ -1298,10 +1316,9 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
                 }
                 None => None,
             };
-            d_max = [d_max, largest_d(std::iter::once(&r))]
-                .into_iter()
-                .flatten()
-                .reduce(f64::max);
+            if let Some(d) = largest_d(std::iter::once(&r)) {
+                d_max = Some(d_max.map_or(d, |m: f64| m.max(d)));
+            }
             r.text = format!("# meta vt on\n{}", r.text);
             raw.push((label, r.text));
             done += 1;
@@ -1313,13 +1330,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
         // `Baseline::center_at`); the rows are made once it is in.
         let t = Instant::now();
         let label = format!("native-after-{}", knob.name);
-        let (mut r, disturbed) = run_checked(&kopts, None, &[], &[], &label, &mut raw)?;
-        if !disturbed.is_empty() {
-            eprintln!(
-                "calibrate: {label}: {} disturbed attempt(s) repeated",
-                disturbed.len()
-            );
-        }
+        let mut r = native_between(&kopts, &[], &label, &mut raw)?;
         baseline.between.push((knob.name, Params::from_raw(&r)?));
         // Where it falls in the order of the sweeps, for --reanalyse.
         r.text = format!("# meta seq {}\n{}", baseline.between.len(), r.text);
@@ -1337,7 +1348,7 @@ pub fn main(args: Args, raw: Vec<String>) -> Result<ExitCode, String> {
         if let Some(d) = d_max {
             let label = format!("native-paced-{}", knob.name);
             let extra = ["--min-d".to_string(), format!("{d:.0}")];
-            let (r, _) = run_checked(&kopts, None, &[], &extra, &label, &mut raw)?;
+            let r = native_between(&kopts, &extra, &label, &mut raw)?;
             paced = Some(Paced {
                 d_ns: d,
                 params: Params::from_raw(&r)?,
