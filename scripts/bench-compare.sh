@@ -9,7 +9,9 @@
 # target/release, or a copy). A spec may add variables for that build's
 # runs: LABEL=DIR,VAR=VALUE[,VAR=VALUE...] (e.g. nosplit=target/release,
 # LOGGP_SPLIT=off). Each run is bench/shim_bench.c at np=2 (8 B and 1 MiB
-# half round trips in us, message rate in M msg/s, time per MPI_Send and
+# half round trips in us, message rate in M msg/s, the rate natively with
+# the payload behind a 16- or 32-byte header (the ceiling an in-band
+# piggyback leaves, printed under rate_8), time per MPI_Send and
 # per MPI_Recv of an arrived message in ns, 16 KiB and 1 MiB streaming
 # bandwidth in GB/s) followed by bench/coll_bench.c at np=COLL_NP (default
 # 2; osu_allreduce-style time per Allreduce of 8 B and 64 KiB, Bcast of
@@ -118,4 +120,11 @@ for mpi in dict.fromkeys(r[0] for r in rows):
                     line += f"   target {text}"
                 line += " (met)" if ok else " (NOT met)"
             print(line)
+        if k == "rate_8" and all("inband_32" in v[labels[0]] for v in vals):
+            # What any in-band piggyback leaves of the native rate in the
+            # library alone (native runs: 8 B behind a 16- or 32-byte header
+            # in one message, copied in and out; bench/shim_bench.c).
+            for h in ("16", "32"):
+                xs = [v[labels[0]]["inband_" + h] / v[labels[0]]["rate_8"] for v in vals]
+                print(f"    ceiling of an in-band {h}-byte header (native, 8+{h} B messages): {f(xs)} x native")
 PY
