@@ -8,7 +8,8 @@
 //! * `coll` — the collectives over the engine's point-to-point;
 //! * `init` — flavour check, configuration, native transit, report;
 //! * `abi` — the probed ABI of the MPI this build is for; `real` — the MPI
-//!   library's own functions; `clock`, `log`.
+//!   library's own functions; `clock`, `log`; `alloc` — the shim's heap
+//!   (large blocks mapped, so that glibc's malloc stays the application's).
 //!
 //! The rules of time live in `loggp_core` (pure, unit-tested).
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -46,6 +47,7 @@ macro_rules! mpi_fn {
 }
 
 mod abi;
+mod alloc;
 pub mod api;
 mod clock;
 mod coll;
