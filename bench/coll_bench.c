@@ -2,6 +2,8 @@
  * ranks. Prints one line of key=value (microseconds):
  *   allreduce_8     MPI_Allreduce of one double (8 B, MPI_SUM)
  *   allreduce_64k   MPI_Allreduce of 8192 doubles (64 KiB, MPI_SUM)
+ *   allreduce_1m    MPI_Allreduce of 131072 doubles (1 MiB, MPI_SUM), its
+ *                   buffers allocated after MPI_Init as an application's
  *   bcast_8         MPI_Bcast of 8 B from rank 0
  *   barrier         MPI_Barrier
  * Each is timed as OSU Micro-Benchmarks 7.4 do: after a warm-up, a batch of
@@ -55,16 +57,18 @@ int main(int argc, char **argv) {
     if (rank == 0) fprintf(stderr, "coll_bench: calls >= 1, 1 <= batches <= %d\n", BATCHES_MAX);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  int big = 8192;
+  int big = 131072;
   double *in = malloc(sizeof(double) * big), *out = malloc(sizeof(double) * big);
   for (int i = 0; i < big; i++) in[i] = rank + i;
   double a8 = timed(0, 1, calls, batches, in, out);
   /* 64 KiB takes far longer per call: fewer calls keep the run short. */
-  double a64 = timed(0, big, calls / 10 > 0 ? calls / 10 : 1, batches, in, out);
+  double a64 = timed(0, 8192, calls / 10 > 0 ? calls / 10 : 1, batches, in, out);
+  double a1m = timed(0, big, calls / 50 > 0 ? calls / 50 : 1, batches, in, out);
   double b8 = timed(1, 1, calls, batches, in, out);
   double bar = timed(2, 0, calls, batches, in, out);
   if (rank == 0)
-    printf("allreduce_8=%.4f allreduce_64k=%.4f bcast_8=%.4f barrier=%.4f\n", a8, a64, b8, bar);
+    printf("allreduce_8=%.4f allreduce_64k=%.4f allreduce_1m=%.3f bcast_8=%.4f barrier=%.4f\n", a8, a64,
+           a1m, b8, bar);
   free(in);
   free(out);
   MPI_Finalize();
