@@ -58,6 +58,20 @@ fn pages(n: usize) -> usize {
 }
 
 impl ShimAlloc {
+    /// `realloc` to or from a mapping: a new block, the bytes copied.
+    #[cold]
+    #[inline(never)]
+    unsafe fn moved(&self, p: *mut u8, l: Layout, nl: Layout) -> *mut u8 {
+        unsafe {
+            let q = self.alloc(nl);
+            if !q.is_null() {
+                std::ptr::copy_nonoverlapping(p, q, l.size().min(nl.size()));
+                self.dealloc(p, l);
+            }
+            q
+        }
+    }
+
     /// Runs `f` on the kept mappings under a spin lock (a few loads and
     /// stores: no system call, no allocation inside).
     fn with_kept<R>(&self, f: impl FnOnce(&mut [(usize, usize); KEEP]) -> R) -> R {
@@ -77,6 +91,8 @@ impl ShimAlloc {
     /// A mapping of `size` bytes (zeroed when `zero`): a kept one that
     /// fits (its tail beyond the block unmapped, so that the block's own
     /// length frees it whole), or a new one.
+    #[cold]
+    #[inline(never)]
     unsafe fn map(&self, size: usize, zero: bool) -> *mut u8 {
         let len = pages(size);
         let reuse = self.with_kept(|kept| {
@@ -117,6 +133,8 @@ impl ShimAlloc {
 
     /// Gives a mapping back: kept while there is room (and it is not too
     /// large), else unmapped.
+    #[cold]
+    #[inline(never)]
     unsafe fn unmap(&self, p: *mut u8, size: usize) {
         let len = pages(size);
         let kept = (len <= KEPT_MAX).then(|| {
@@ -138,6 +156,7 @@ impl ShimAlloc {
 // page-aligned (at least the alignment `mapped` admits) and as long as its
 // block, rounded up to pages.
 unsafe impl GlobalAlloc for ShimAlloc {
+    #[inline]
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         unsafe {
             if mapped(&l) {
@@ -148,6 +167,7 @@ unsafe impl GlobalAlloc for ShimAlloc {
         }
     }
 
+    #[inline]
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         unsafe {
             if mapped(&l) {
@@ -158,6 +178,7 @@ unsafe impl GlobalAlloc for ShimAlloc {
         }
     }
 
+    #[inline]
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         unsafe {
             if mapped(&l) {
@@ -168,6 +189,7 @@ unsafe impl GlobalAlloc for ShimAlloc {
         }
     }
 
+    #[inline]
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         unsafe {
             // SAFETY: the caller guarantees `new` is valid for `l.align()`.
@@ -177,12 +199,7 @@ unsafe impl GlobalAlloc for ShimAlloc {
                 (true, true) if pages(l.size()) == pages(new) => return p,
                 _ => {}
             }
-            let q = self.alloc(nl);
-            if !q.is_null() {
-                std::ptr::copy_nonoverlapping(p, q, l.size().min(new));
-                self.dealloc(p, l);
-            }
-            q
+            self.moved(p, l, nl)
         }
     }
 }
