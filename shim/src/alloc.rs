@@ -58,6 +58,19 @@ fn pages(n: usize) -> usize {
 }
 
 impl ShimAlloc {
+    /// A block for `l` (zeroed when `zero`): mapped or the system's, as
+    /// `mapped` says.
+    #[inline]
+    unsafe fn get(&self, l: Layout, zero: bool) -> *mut u8 {
+        unsafe {
+            match (mapped(&l), zero) {
+                (true, _) => self.map(l.size(), zero),
+                (false, false) => System.alloc(l),
+                (false, true) => System.alloc_zeroed(l),
+            }
+        }
+    }
+
     /// `realloc` to or from a mapping: a new block, the bytes copied.
     #[cold]
     #[inline(never)]
@@ -137,14 +150,15 @@ impl ShimAlloc {
     #[inline(never)]
     unsafe fn unmap(&self, p: *mut u8, size: usize) {
         let len = pages(size);
-        let kept = (len <= KEPT_MAX).then(|| {
-            self.with_kept(|kept| {
-                let slot = kept.iter_mut().find(|(_, l)| *l == 0)?;
-                *slot = (p as usize, len);
-                Some(())
-            })
-        });
-        if kept.flatten().is_none() {
+        let kept = len <= KEPT_MAX
+            && self.with_kept(|kept| match kept.iter_mut().find(|(_, l)| *l == 0) {
+                Some(slot) => {
+                    *slot = (p as usize, len);
+                    true
+                }
+                None => false,
+            });
+        if !kept {
             // SAFETY: `p` is a mapping of `len` bytes of ours (`map`).
             unsafe { libc::munmap(p.cast(), len) };
         }
@@ -158,24 +172,12 @@ impl ShimAlloc {
 unsafe impl GlobalAlloc for ShimAlloc {
     #[inline]
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        unsafe {
-            if mapped(&l) {
-                self.map(l.size(), false)
-            } else {
-                System.alloc(l)
-            }
-        }
+        unsafe { self.get(l, false) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        unsafe {
-            if mapped(&l) {
-                self.map(l.size(), true)
-            } else {
-                System.alloc_zeroed(l)
-            }
-        }
+        unsafe { self.get(l, true) }
     }
 
     #[inline]
