@@ -10,6 +10,7 @@ pub mod coll;
 pub mod config;
 pub mod dist;
 pub mod fit;
+pub mod handles;
 pub mod idle;
 pub mod lifecycle;
 pub mod mpilib;

@@ -14,7 +14,8 @@
 //! the earlier ones that are still ahead queue behind it, oldest first, and
 //! each completion on the handle takes the oldest (`Table::track_send`).
 
-use std::collections::hash_map::{Entry as MapEntry, RandomState};
+use crate::handles::{HandleKey, HandleMap};
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash};
 
@@ -158,9 +159,44 @@ pub enum Look {
     Active(Kind),
 }
 
+/// A request of the light lane (`Table::track_light`): a one-shot
+/// nonblocking send or receive, always active, whose whole state is kept by
+/// the caller in a small value (a pointer to its own record of the
+/// request), which says what the table needs to know of it and becomes
+/// the table's general payload `P` for every use of the table but the
+/// light lane's own (`Table::take_light`).
+pub trait LightData<P>: Copy + Default {
+    /// `Kind::Send` or `Kind::Recv`.
+    fn kind(&self) -> Kind;
+    /// A send's emulated completion (0 for a receive).
+    fn complete_at(&self) -> u64;
+    /// The general payload it stands for.
+    fn promote(self) -> P;
+}
+
+/// A payload handed back by `Table::track_light`: the light one given, or
+/// the general one of an earlier send on the same handle.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Back<L, P> {
+    Light(L),
+    Full(P),
+}
+
 /// The request table.
-pub struct Table<K, P, S = RandomState> {
+///
+/// Besides its general entries it has a *light lane*: one-shot
+/// nonblocking sends and receives whose state is small (`L`), kept in a
+/// `HandleMap` and taken by the shim's fast completion paths with one
+/// probe (`take_light`). Every other use of the table first *promotes* a
+/// light entry to a general one (`Promote`), so that the decisions below
+/// are the same for both: a light entry is a general entry stored
+/// compactly, never a different life cycle.
+pub struct Table<K, P, S, L> {
     live: HashMap<K, Entry<P>, S>,
+    /// The light lane. Its values are meant to be small (a pointer to the
+    /// shim's own record of the request): the map moves them when it
+    /// removes.
+    light: HandleMap<K, L>,
     /// Per shared send handle, the completion times of the earlier sends
     /// still ahead, oldest first.
     shared: HashMap<K, VecDeque<u64>, S>,
@@ -176,10 +212,11 @@ pub struct Table<K, P, S = RandomState> {
 /// one, MPICH one per kind of request).
 const BORN_DONE: usize = 4;
 
-impl<K: Copy, P, S: Default> Default for Table<K, P, S> {
+impl<K: HandleKey, P, S: Default, L: Copy + Default> Default for Table<K, P, S, L> {
     fn default() -> Self {
         Table {
             live: HashMap::default(),
+            light: HandleMap::new(),
             shared: HashMap::default(),
             born_done: [None; BORN_DONE],
             born_next: 0,
@@ -187,27 +224,102 @@ impl<K: Copy, P, S: Default> Default for Table<K, P, S> {
     }
 }
 
-impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
+impl<K: HandleKey + Hash, P, S: BuildHasher, L: LightData<P>> Table<K, P, S, L> {
     pub fn is_empty(&self) -> bool {
-        self.live.is_empty()
+        self.live.is_empty() && self.light.is_empty()
     }
     pub fn contains(&self, k: K) -> bool {
-        self.live.contains_key(&k)
+        self.light.contains(k) || self.live.contains_key(&k)
     }
     pub fn kind(&self, k: K) -> Option<Kind> {
+        if let Some(l) = self.light.get(k) {
+            return Some(l.kind());
+        }
         self.live.get(&k).map(|e| e.kind)
     }
-    pub fn get(&self, k: K) -> Option<&P> {
+    pub fn get(&mut self, k: K) -> Option<&P> {
+        self.promote(k);
         self.live.get(&k).and_then(|e| e.data.as_ref())
     }
     pub fn get_mut(&mut self, k: K) -> Option<&mut P> {
+        self.promote(k);
         self.live.get_mut(&k).and_then(|e| e.data.as_mut())
+    }
+
+    /// Turns `k`'s light entry, if it has one, into a general one.
+    #[inline]
+    pub fn promote(&mut self, k: K) {
+        if self.light.is_empty() {
+            return;
+        }
+        if let Some(l) = self.light.remove(k) {
+            self.live
+                .insert(k, Entry::new(l.kind(), l.complete_at(), l.promote()));
+        }
+    }
+
+    /// Enters a one-shot nonblocking send or receive (`data`, which says
+    /// which, and a send's emulated completion), departed at `t`, in the
+    /// light lane. What the table decides is that of `track_send` and
+    /// `track`: a handle that some entry holds already is handled by them
+    /// (the light entry promoted first), and a send on a handle MPI hands
+    /// out complete at creation whose completion has passed is not
+    /// entered: its payload comes back (`Back::Light`), as does an
+    /// earlier send's that the new one displaces (`Back::Full`).
+    #[inline(always)]
+    pub fn track_light(&mut self, k: K, data: L, t: u64) -> Option<Back<L, P>> {
+        let kind = data.kind();
+        debug_assert!(matches!(kind, Kind::Send | Kind::Recv));
+        if kind == Kind::Send && data.complete_at() <= t && self.born_done(k) {
+            return Some(Back::Light(data));
+        }
+        let held = (!self.live.is_empty() && self.live.contains_key(&k))
+            || (!self.shared.is_empty() && self.shared.contains_key(&k));
+        // Where a light entry holds the handle already (or the handle
+        // cannot be a key of the lane), the general path.
+        if !held && self.light.insert_new(k, data).is_ok() {
+            return None;
+        }
+        self.track_light_held(k, data, t)
+    }
+
+    /// `track_light` of a handle some entry holds: the general path.
+    #[cold]
+    #[inline(never)]
+    fn track_light_held(&mut self, k: K, data: L, t: u64) -> Option<Back<L, P>> {
+        let kind = data.kind();
+        self.promote(k);
+        let complete_at = data.complete_at();
+        let p = data.promote();
+        if kind == Kind::Send {
+            return self.track_send(k, complete_at, p, t).map(Back::Full);
+        }
+        self.track(k, kind, p);
+        None
+    }
+
+    /// Takes `k`'s light entry for completion, if it has one: the fast
+    /// path of a one-shot request, whose `take` it is.
+    #[inline(always)]
+    pub fn take_light(&mut self, k: K) -> Option<L> {
+        if self.light.is_empty() {
+            return None;
+        }
+        self.light.remove(k)
+    }
+
+    /// Light entries in the table.
+    pub fn light_len(&self) -> usize {
+        self.light.len()
     }
 
     /// Enters a request that is not a nonblocking send (those go through
     /// `track_send`). Persistent ones start inactive. An entry the handle
     /// had is stale (MPI completed it behind the table's back) and goes.
     pub fn track(&mut self, k: K, kind: Kind, data: P) {
+        if !self.light.is_empty() {
+            self.light.remove(k);
+        }
         self.live.insert(k, Entry::new(kind, 0, data));
     }
 
@@ -235,6 +347,7 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
         if complete_at <= t && self.born_done(k) {
             return Some(data);
         }
+        self.promote(k);
         match self.live.entry(k) {
             MapEntry::Vacant(e) => {
                 e.insert(Entry::new(Kind::Send, complete_at, data));
@@ -283,6 +396,7 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
     /// MPI_Request_free); for a shared send handle, first the oldest queued
     /// send, as an entry without payload.
     pub fn untrack(&mut self, k: K) -> Option<Entry<P>> {
+        self.promote(k);
         if !self.shared.is_empty() {
             if let Some(q) = self.shared.get_mut(&k) {
                 if let Some(complete_at) = q.pop_front() {
@@ -325,6 +439,9 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
 
     /// The first look of a completion call at `k`.
     pub fn look(&self, k: K) -> Look {
+        if let Some(l) = self.light.get(k) {
+            return Look::Active(l.kind());
+        }
         match self.live.get(&k) {
             None => Look::Untracked,
             Some(e) if !e.active => Look::Inactive,
@@ -334,7 +451,9 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
 
     /// The entry of `k`, to look at before judging it (`judge_entry`)
     /// without a second lookup.
+    /// `k`'s light entry, if any, must be promoted first (`promote`).
     pub fn entry(&self, k: K) -> Option<&Entry<P>> {
+        debug_assert!(!self.light.contains(k), "entry of a light request");
         self.live.get(&k)
     }
 
@@ -342,12 +461,13 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
     /// (`native`: what its status says; `delivery`: when a message passes
     /// the gate). A shared send handle is judged by its oldest queued send.
     pub fn judge(
-        &self,
+        &mut self,
         k: K,
         t: u64,
         native: Native,
         delivery: impl FnOnce(Kind, &P) -> u64,
     ) -> Poll {
+        self.promote(k);
         match self.live.get(&k) {
             None => Poll::Untracked,
             Some(e) => self.judge_entry(k, e, t, native, delivery),
@@ -384,6 +504,7 @@ impl<K: Hash + Eq + Copy, P, S: BuildHasher> Table<K, P, S> {
     /// inactive one completes at once with an empty status, nothing of the
     /// table's to do (`None`), as does an untracked one.
     pub fn take(&mut self, k: K, copy: impl FnOnce(&mut P) -> P) -> Option<Entry<P>> {
+        self.promote(k);
         if self.shared.is_empty() {
             // One lookup for a one-shot request, the common case (and for
             // a handle not in the table); a persistent one goes back.
@@ -544,8 +665,50 @@ impl SomePass {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::hash_map::RandomState;
 
-    type T = Table<u64, &'static str>;
+    /// A light request of the tests: a send (completing at `at`) or a
+    /// receive, standing for the general payload `name`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    struct Tl {
+        recv: bool,
+        at: u64,
+        name: &'static str,
+    }
+
+    impl LightData<&'static str> for Tl {
+        fn kind(&self) -> Kind {
+            if self.recv {
+                Kind::Recv
+            } else {
+                Kind::Send
+            }
+        }
+        fn complete_at(&self) -> u64 {
+            self.at
+        }
+        fn promote(self) -> &'static str {
+            self.name
+        }
+    }
+
+    fn ls(at: u64, name: &'static str) -> Tl {
+        Tl {
+            recv: false,
+            at,
+            name,
+        }
+    }
+
+    fn lr(name: &'static str) -> Tl {
+        Tl {
+            recv: true,
+            at: 0,
+            name,
+        }
+    }
+
+    type T = Table<u64, &'static str, RandomState, Tl>;
 
     /// A gate that delivers every message at 100.
     fn gate(_: Kind, _: &&str) -> u64 {
@@ -895,6 +1058,74 @@ mod tests {
         assert!(t.get_mut(2).is_none());
     }
 
+    /// A light receive is a general one stored compactly: seen by every
+    /// look, taken by the fast path, promoted by any other use.
+    #[test]
+    fn light_receive_is_the_general_one_stored_compactly() {
+        let mut t = T::default();
+        assert_eq!(t.track_light(3, lr("r"), 0), None);
+        assert!(!t.is_empty() && t.contains(3));
+        assert_eq!(t.kind(3), Some(Kind::Recv));
+        assert_eq!(t.look(3), Look::Active(Kind::Recv));
+        assert_eq!(t.take_light(4), None);
+        assert_eq!(t.take_light(3), Some(lr("r")));
+        assert!(t.is_empty());
+        assert_eq!(t.take_light(3), None);
+        // Any other use promotes it first: judged as a receive (the gate
+        // asked with the general payload), taken as one.
+        assert_eq!(t.track_light(3, lr("r2"), 0), None);
+        let mut asked = None;
+        assert_eq!(
+            t.judge(3, 99, done(), |k, p| {
+                asked = Some((k, *p));
+                100
+            }),
+            Poll::NotReady
+        );
+        assert_eq!(asked, Some((Kind::Recv, "r2")));
+        assert_eq!(t.take_light(3), None, "promoted: no longer light");
+        let e = t.take(3, |p| *p).unwrap();
+        assert_eq!((e.kind(), e.data()), (Kind::Recv, Some(&"r2")));
+        assert!(t.is_empty());
+        // A general entry made for the handle drops a stale light one.
+        assert_eq!(t.track_light(5, lr("stale"), 0), None);
+        t.track(5, Kind::PRecv, "p");
+        assert_eq!(t.kind(5), Some(Kind::PRecv));
+        assert_eq!(t.take_light(5), None);
+    }
+
+    /// Light sends follow `track_send`'s rules for handles MPI hands out
+    /// complete at creation: the second send on a held handle displaces
+    /// the first (its payload back, the handle learned), and later ones
+    /// complete at departure are not entered at all.
+    #[test]
+    fn light_sends_learn_handles_complete_at_creation() {
+        let mut t = T::default();
+        assert_eq!(t.track_light(9, ls(0, "a"), 10), None);
+        assert_eq!(t.look(9), Look::Active(Kind::Send));
+        assert_eq!(t.track_light(9, ls(0, "b"), 20), Some(Back::Full("a")));
+        assert!(t.born_done(9));
+        assert_eq!(
+            t.track_light(9, ls(30, "c"), 30),
+            Some(Back::Light(ls(30, "c")))
+        );
+        // Still ahead at departure: the general path, which queues the
+        // completion of the send it displaces when that is ahead too.
+        assert_eq!(t.track_light(9, ls(50, "d"), 40), Some(Back::Full("b")));
+        assert_eq!(t.track_light(9, ls(60, "e"), 45), Some(Back::Full("d")));
+        assert_eq!(t.queued_send(9), Some(50));
+        assert_eq!(t.judge(9, 55, done(), gate), Poll::Ready);
+        assert_eq!(t.take(9, |p| *p).unwrap().complete_at(), 50);
+        assert_eq!(t.judge(9, 55, done(), gate), Poll::NotReady);
+        assert_eq!(t.take(9, |p| *p).unwrap().data(), Some(&"e"));
+        assert!(t.is_empty());
+        // A handle held by a general entry: the light send goes general.
+        t.track(7, Kind::Recv, "stale");
+        assert_eq!(t.track_light(7, ls(0, "s"), 0), None);
+        assert_eq!(t.take_light(7), None);
+        assert_eq!(t.get(7), Some(&"s"));
+    }
+
     /// A Waitany pass over `polls` at one instant: the index it completes,
     /// or how it ends, with MPI's Testany over the untracked ones saying
     /// `native` (`Some(i)` completed, `None` with `native_active`).
@@ -930,17 +1161,17 @@ mod tests {
         let mut t = T::default();
         t.track(1, Kind::Recv, "early");
         t.track(2, Kind::Recv, "late");
-        let at = |t: &T, now: u64| -> Vec<Poll> {
+        let at = |t: &mut T, now: u64| -> Vec<Poll> {
             [1, 2]
                 .iter()
                 .map(|&k| t.judge(k, now, done(), gate))
                 .collect()
         };
-        assert_eq!(any_pass(&at(&t, 100), None, false), Ok(0));
+        assert_eq!(any_pass(&at(&mut t, 100), None, false), Ok(0));
         let split = [t.judge(1, 99, done(), gate), t.judge(2, 100, done(), gate)];
         assert_eq!(any_pass(&split, None, false), Ok(1));
         // Nothing ready yet at one instant: not yet.
-        assert_eq!(any_pass(&at(&t, 99), None, false), Err(AnyEnd::NotYet));
+        assert_eq!(any_pass(&at(&mut t, 99), None, false), Err(AnyEnd::NotYet));
     }
 
     #[test]

@@ -130,7 +130,7 @@ mpi_fn!(MPI_Irecv / PMPI_Irecv (buf: *mut c_void, count: c_int, dt: Datatype, sr
     if !active() || src == abi::PROC_NULL {
         return real::PMPI_Irecv(buf, count, dt, src, tag, comm, req);
     }
-    engine::get().recv(buf, count, dt, src, tag, comm, Some(req), std::ptr::null_mut())
+    engine::get().irecv(buf, count, dt, src, tag, comm, req)
 });
 
 mpi_fn!(MPI_Recv_init / PMPI_Recv_init (buf: *mut c_void, count: c_int, dt: Datatype, src: c_int, tag: c_int, comm: Comm, req: *mut Request) {

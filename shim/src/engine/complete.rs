@@ -151,14 +151,11 @@ impl Engine {
     /// needs is returned (`lifecycle::Table::take`).
     pub(super) fn take(&self, r: Request) -> Option<Taken> {
         let mut st = self.lock();
-        if !st.watch.is_empty() {
+        Self::unwatch(&mut st, r);
+        st.reqs.take(key(r), |p| match p {
             // A watched receive completing is watched no more: its payload
             // is in or waited for here, and its handle may name another
             // request next.
-            st.watch.retain(|&w| w != r);
-            jobs::WATCHED.store(st.watch.len(), Ordering::Relaxed);
-        }
-        st.reqs.take(key(r), |p| match p {
             Pending::PSend {
                 hdr,
                 bytes,
@@ -196,6 +193,27 @@ impl Engine {
                 comm: self.c.comm_world,
             },
         })
+    }
+
+    /// A request completing is watched no more (`watch_split`): its
+    /// payload is in or waited for by its completion, and its handle may
+    /// name another request next.
+    #[inline]
+    fn unwatch(st: &mut State, r: Request) {
+        if !st.watch.is_empty() {
+            st.watch.retain(|&w| w != r);
+            jobs::WATCHED.store(st.watch.len(), Ordering::Relaxed);
+        }
+    }
+
+    /// Takes `r`'s light entry out of the table for completion, if it is
+    /// a light request (`lifecycle::Table::take_light`): else `take`.
+    #[inline(always)]
+    pub(super) fn take_light(&self, r: Request) -> Option<LightTaken> {
+        let mut st = self.lock();
+        let l = st.reqs.take_light(key(r))?;
+        Self::unwatch(&mut st, r);
+        Some(l)
     }
 
     pub unsafe fn wait(&self, req: *mut Request, status: *mut Status) -> c_int {
@@ -252,6 +270,11 @@ impl Engine {
     ) -> c_int {
         unsafe {
             let r = *req;
+            if let Some(l) = self.take_light(r) {
+                let rc = native(req, st);
+                let rc2 = self.finish_light(l, st, rc);
+                return if ok(rc) { rc2 } else { rc };
+            }
             match self.take(r) {
                 None => native(req, st),
                 Some(mut e) => {
@@ -326,6 +349,7 @@ impl Engine {
                     }
                 }
             }
+            st.reqs.promote(k);
             let Some(e) = st.reqs.entry(k) else {
                 return Poll::Untracked;
             };
@@ -570,6 +594,30 @@ impl Engine {
                     continue;
                 }
                 last = k;
+                if !by_time {
+                    if let Some(l) = self.take_light(k) {
+                        // `finish_of_waitall`, written out for the light
+                        // lane (through a closure the compiler kept it out
+                        // of line).
+                        let rc_i = if in_status {
+                            sts[i].error()
+                        } else {
+                            abi::SUCCESS
+                        };
+                        if self.uses_seen {
+                            let waited = absent.get(i).copied().unwrap_or(false);
+                            set_waited(if waited { came } else { NOT_WAITED });
+                        }
+                        let rc = self.finish_light(l, &mut sts[i], rc_i);
+                        if self.uses_seen {
+                            set_waited(NOT_WAITED);
+                        }
+                        if !ok(rc) && ok(rc_i) {
+                            fail_in_status(sts, i, rc, in_status, &mut rc_all);
+                        }
+                        continue;
+                    }
+                }
                 let Some(mut p) = self.take(k) else {
                     continue;
                 };
@@ -588,11 +636,11 @@ impl Engine {
                     let waited = absent.get(i).copied().unwrap_or(false);
                     self.finish_of_waitall(
                         i,
-                        &mut p,
                         sts,
                         in_status,
                         waited.then_some(came),
                         &mut rc_all,
+                        |st, rc| self.finish_taken(&mut p, st, rc),
                     );
                 }
             }
@@ -601,11 +649,11 @@ impl Engine {
                 let waited = absent.get(i).copied().unwrap_or(false);
                 self.finish_of_waitall(
                     i,
-                    &mut p,
                     sts,
                     in_status,
                     waited.then_some(came),
                     &mut rc_all,
+                    |st, rc| self.finish_taken(&mut p, st, rc),
                 );
             }
             if !abi::statuses_ignored(statuses) {
@@ -718,40 +766,40 @@ impl Engine {
     /// `set_waited` grew a branch: +31 instructions per received message
     /// at zero knobs, `scripts/bench-instr.sh`).
     #[inline(always)]
-    unsafe fn finish_of_waitall(
+    fn finish_of_waitall(
         &self,
         i: usize,
-        p: &mut Taken,
         sts: &mut [Status],
         in_status: bool,
         came: Option<u64>,
         rc_all: &mut c_int,
+        finish: impl FnOnce(&mut Status, c_int) -> c_int,
     ) {
+        let rc_i = if in_status {
+            sts[i].error()
+        } else {
+            abi::SUCCESS
+        };
+        // Only the gate of a configuration that `uses_seen` reads it.
+        if self.uses_seen {
+            set_waited(came.unwrap_or(NOT_WAITED));
+        }
+        let rc = finish(&mut sts[i], rc_i);
+        if self.uses_seen {
+            set_waited(NOT_WAITED);
+        }
+        if !ok(rc) && ok(rc_i) {
+            fail_in_status(sts, i, rc, in_status, rc_all);
+        }
+    }
+
+    /// `finish` (blocking) and `recycle` of a request taken for completion.
+    #[inline]
+    unsafe fn finish_taken(&self, p: &mut Taken, st: &mut Status, rc: c_int) -> c_int {
         unsafe {
-            let rc_i = if in_status {
-                sts[i].error()
-            } else {
-                abi::SUCCESS
-            };
-            // Only the gate of a configuration that `uses_seen` reads it.
-            if self.uses_seen {
-                set_waited(came.unwrap_or(NOT_WAITED));
-            }
-            let rc = self.finish(p, &mut sts[i], true, rc_i);
-            if self.uses_seen {
-                set_waited(NOT_WAITED);
-            }
+            let rc = self.finish(p, st, true, rc);
             self.recycle(p);
-            if !ok(rc) && ok(rc_i) {
-                if !in_status && *rc_all != abi::ERR_IN_STATUS {
-                    // Now every status must say how its request ended.
-                    for st in sts.iter_mut() {
-                        st.set_error(abi::SUCCESS);
-                    }
-                }
-                *rc_all = abi::ERR_IN_STATUS;
-                sts[i].set_error(rc);
-            }
+            rc
         }
     }
 
@@ -1009,6 +1057,20 @@ impl Engine {
 /// and Open MPI repeat the status). The first full status seen is kept
 /// here, by request, until the request completes.
 static SEEN: std::sync::Mutex<Vec<(usize, Status)>> = std::sync::Mutex::new(Vec::new());
+
+/// Request `i` of a Waitall failed (`rc`) where MPI completed it: the
+/// call returns MPI_ERR_IN_STATUS, and every status says how its request
+/// ended.
+#[cold]
+fn fail_in_status(sts: &mut [Status], i: usize, rc: c_int, in_status: bool, rc_all: &mut c_int) {
+    if !in_status && *rc_all != abi::ERR_IN_STATUS {
+        for st in sts.iter_mut() {
+            st.set_error(abi::SUCCESS);
+        }
+    }
+    *rc_all = abi::ERR_IN_STATUS;
+    sts[i].set_error(rc);
+}
 
 /// MPI_Wait of `req`, telling the gate whether it waited (`set_waited`):
 /// complete at a first or second MPI_Test (the message was there:

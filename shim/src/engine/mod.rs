@@ -55,11 +55,13 @@ mod probe;
 mod recv;
 mod request;
 mod send;
+mod slots;
 mod wire;
 
 use probe::*;
 pub use request::start_grequest;
 use request::*;
+use slots::*;
 pub use wire::HDR;
 use wire::*;
 
@@ -175,7 +177,9 @@ pub(super) struct State {
     /// for requests it completed at creation, Open MPI's
     /// `ompi_request_empty`, MPICH's lightweight request) and the shim's
     /// `Pending` data.
-    reqs: lifecycle::Table<usize, Pending, BuildHasherDefault<HandleHasher>>,
+    reqs: lifecycle::Table<usize, Pending, BuildHasherDefault<HandleHasher>, SlotRef>,
+    /// Staging slots of the light lane's requests (`slots`).
+    slots: Slots,
     /// Probed messages in the order they were taken off the network. Boxed:
     /// a message handed out by Improbe is named by its box's address.
     stash: Stash<Box<Stashed>>,
@@ -237,6 +241,14 @@ impl State {
         s
     }
 
+    /// A request's staging buffer back to its pool or free list.
+    fn put_back_stage(&mut self, s: Stage) {
+        match s {
+            Stage::Heap(v) => self.put_back(v),
+            Stage::Slot(s) => self.slots.give(s),
+        }
+    }
+
     /// A staging buffer back to the pool (small ones, and not too many).
     fn put_back(&mut self, v: Vec<u8>) {
         const MOST: usize = 256;
@@ -251,15 +263,33 @@ impl State {
     /// held the handle is complete: its staging buffer goes back to the
     /// pool.
     fn track_send(&mut self, k: usize, p: Pending, complete_at: u64, t: u64) {
-        match self.reqs.track_send(k, complete_at, p, t) {
+        if let Some(p) = self.reqs.track_send(k, complete_at, p, t) {
+            self.sent(p);
+        }
+    }
+
+    /// Enters a staged nonblocking send (its slot `s`) in the light lane,
+    /// as `track_send` does a general one.
+    #[inline]
+    fn track_light_send(&mut self, k: usize, s: SlotRef, t: u64) {
+        match self.reqs.track_light(k, s, t) {
+            Some(lifecycle::Back::Light(s)) => self.slots.give(s),
+            Some(lifecycle::Back::Full(p)) => self.sent(p),
+            None => {}
+        }
+    }
+
+    /// A send that MPI completed at creation, done with.
+    fn sent(&mut self, p: Pending) {
+        match p {
             // A split send's payload that MPI completed at creation: its
             // header's request may still be reading the buffer.
-            Some(Pending::Send {
-                _keep: Some(v),
+            Pending::Send {
+                _keep: Some(Stage::Heap(v)),
                 header: Some(h),
                 ..
-            }) => self.bsends.push((h, v)),
-            Some(Pending::Send { _keep: Some(v), .. }) => self.put_back(v),
+            } => self.bsends.push((h, v)),
+            Pending::Send { _keep: Some(v), .. } => self.put_back_stage(v),
             _ => {}
         }
     }
@@ -322,6 +352,10 @@ pub struct Engine {
     /// Length of `State::freed`: its whole cost while it is empty.
     freed_len: AtomicUsize,
     pub counters: Counters,
+    /// The largest message of the light lane (`slots`): `SLOT_PAYLOAD`, or
+    /// `LOGGP_INLINE_MAX` where that is smaller (larger ones are not
+    /// staged at all).
+    slot_max: usize,
     /// Spin per send and per delivery: o_s and o_r less the shim's own cost
     /// in those calls, learned at start-up (`init::measure_native`).
     o_s_spin: u64,
@@ -526,6 +560,21 @@ pub(super) unsafe fn type_facts(dt: Datatype) -> u64 {
     }
 }
 
+/// The bytes of `count` elements of a predefined contiguous type `dt`
+/// when they are at most `max`: a message of the light lane. `None` for
+/// any other (derived types included, which `contiguous_bytes` asks MPI
+/// about).
+#[inline(always)]
+pub(super) unsafe fn small_contiguous(dt: Datatype, count: c_int, max: usize) -> Option<usize> {
+    // SAFETY: as the caller's.
+    let v = unsafe { type_facts(dt) };
+    if v & (NAMED | CONTIG) != NAMED | CONTIG {
+        return None;
+    }
+    let n = (v & 0xffff_ffff).checked_mul(u64::try_from(count).ok()?)?;
+    usize::try_from(n).ok().filter(|&n| n <= max)
+}
+
 /// `type_facts` on a miss: asks MPI, remembers the answer under `k`.
 #[cold]
 #[inline(never)]
@@ -612,7 +661,7 @@ pub(super) fn cancels_seen() -> bool {
     CANCELS.load(Ordering::Relaxed)
 }
 
-#[inline]
+#[inline(always)]
 pub(super) unsafe fn status_bytes(st: &Status, byte: Datatype) -> usize {
     unsafe {
         if let Some(n) = abi::count_at().and_then(|c| st.count_in(c)) {
@@ -626,7 +675,7 @@ pub(super) unsafe fn status_bytes(st: &Status, byte: Datatype) -> usize {
 
 /// Sets the count of bytes a status reports (MPI_Status_set_elements_x
 /// with MPI_BYTE), in place where start-up learned how.
-#[inline]
+#[inline(always)]
 pub(super) unsafe fn set_status_bytes(st: &mut Status, byte: Datatype, n: u64) {
     unsafe {
         if let Some(c) = abi::count_at() {
@@ -713,6 +762,7 @@ impl Engine {
                     bsends: Vec::new(),
                     freed: Vec::new(),
                     pool: Vec::new(),
+                    slots: Slots::default(),
                     watch: Vec::new(),
                     world_of: HandleMap::default(),
                     rng_l: loggp_core::dist::Rng::new(
@@ -742,6 +792,9 @@ impl Engine {
             },
             stash_len: AtomicUsize::new(0),
             freed_len: AtomicUsize::new(0),
+            slot_max: usize::try_from(cfg.inline_max)
+                .unwrap_or(usize::MAX)
+                .min(SLOT_PAYLOAD),
             o_s_spin: cfg.o_s,
             o_r_spin: cfg.o_r,
             uses_seen: RecvGate::new(&cfg, transit).uses_seen(),
@@ -921,6 +974,7 @@ impl Engine {
         })
     }
 
+    #[inline(always)]
     fn lock(&self) -> StateGuard<'_> {
         let held = if !crate::clock::one_thread() {
             // A poisoned lock cannot happen: panics abort.
@@ -986,11 +1040,16 @@ impl Engine {
     /// By reference: the entry is not moved (a copy of ~100 bytes).
     fn recycle(&self, e: &mut Taken) {
         let v = match e.data_mut() {
-            Some(Pending::Send { _keep: Some(v), .. }) => std::mem::take(v),
-            Some(Pending::Recv(Wire::Staged { stage, .. })) => std::mem::take(stage),
+            Some(Pending::Send { _keep, .. }) => match _keep.take() {
+                Some(v) => v,
+                None => return,
+            },
+            Some(Pending::Recv(Wire::Staged { stage, .. })) => {
+                std::mem::replace(stage, Stage::Heap(Vec::new()))
+            }
             _ => return,
         };
-        self.lock().put_back(v);
+        self.lock().put_back_stage(v);
     }
 
     /// Enters the request of a nonblocking collective (`coll::nb`).

@@ -45,6 +45,11 @@ impl Engine {
             }
             let contig = contiguous_bytes(dt, count, type_size(dt));
             let staged = contig.filter(|&cap| cap as u64 <= self.cfg.inline_max);
+            if let (Some(r), Some(cap)) = (req, staged) {
+                if cap <= self.slot_max {
+                    return self.irecv_slot(buf.cast(), cap, src, tag, comm, r);
+                }
+            }
             let wire = if let Some(cap) = staged {
                 let n = HDR + cap;
                 // Blocking receives reuse this thread's buffer; MPI writes it
@@ -62,7 +67,7 @@ impl Engine {
                 #[allow(clippy::uninit_vec)]
                 stage.set_len(n);
                 Wire::Staged {
-                    stage,
+                    stage: Stage::Heap(stage),
                     buf: buf.cast(),
                     cap,
                     placed: false,
@@ -135,12 +140,139 @@ impl Engine {
                     if !abi::status_ignored(status) {
                         st_local.copy_to(status);
                     }
-                    if let Wire::Staged { stage, .. } = wire {
+                    if let Wire::Staged {
+                        stage: Stage::Heap(stage),
+                        ..
+                    } = wire
+                    {
                         STAGE.with(|c| c.replace(stage));
                     }
                     rc
                 }
             }
+        }
+    }
+
+    /// MPI_Irecv. Its usual case, a small receive into a predefined
+    /// contiguous type with nothing stashed by probes and no freed
+    /// receive to reap, goes straight to the light lane (`irecv_slot`);
+    /// every other is `recv`'s.
+    #[inline(always)]
+    pub unsafe fn irecv(
+        &self,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        unsafe {
+            if self.stash_len.load(Ordering::Relaxed) | self.freed_len.load(Ordering::Relaxed) == 0
+            {
+                if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
+                    return self.irecv_slot(buf.cast(), cap, src, tag, comm, req);
+                }
+            }
+            self.recv(
+                buf,
+                count,
+                dt,
+                src,
+                tag,
+                comm,
+                Some(req),
+                std::ptr::null_mut(),
+            )
+        }
+    }
+
+    /// A nonblocking receive into `cap` contiguous bytes at `buf` (at
+    /// most `SLOT_PAYLOAD`), staged in a slot of the light lane: header
+    /// and payload land there, and `finish_light` copies the payload out.
+    #[inline(always)]
+    unsafe fn irecv_slot(
+        &self,
+        buf: *mut u8,
+        cap: usize,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        r: *mut Request,
+    ) -> c_int {
+        unsafe {
+            let n = HDR + cap;
+            let s = self.lock().slots.take();
+            let slot = s.slot();
+            slot.len = n;
+            slot.buf = buf;
+            slot.cap = cap;
+            slot.comm = comm;
+            slot.recv = true;
+            let rc = PMPI_Irecv(s.ptr().cast(), as_int(n), self.c.packed, src, tag, comm, r);
+            let mut st = self.lock();
+            if ok(rc) {
+                // A stale entry under the handle (completed behind the
+                // table's back) is dropped, as `track` drops one.
+                drop(st.reqs.track_light(key(*r), s, 0));
+            } else {
+                st.slots.give(s);
+            }
+            rc
+        }
+    }
+
+    /// Finishes a light request (a slot, `SlotRef`) that MPI has
+    /// completed (status `st`, return code `rc`), blocking: what `finish`
+    /// and `recycle` do with its general form, the staged receive's usual
+    /// case (its header, a message that fits) done here in line. Out of
+    /// line itself: in the loops of its callers it crowded out the
+    /// inlining of everything else (+27 instructions per received
+    /// message, `scripts/bench-instr.sh`).
+    #[inline(never)]
+    pub(super) unsafe fn finish_light(&self, l: LightTaken, st: &mut Status, rc: c_int) -> c_int {
+        unsafe {
+            let s = l;
+            let slot = s.slot();
+            if !slot.recv {
+                self.hold_until(slot.complete_at);
+                self.lock().slots.give(s);
+                return abi::SUCCESS;
+            }
+            let mut cancelled: c_int = 0;
+            if cancels_seen() {
+                PMPI_Test_cancelled(st, &mut cancelled);
+            }
+            let src = st.source();
+            if cancelled != 0 || src == abi::PROC_NULL || src == abi::ANY_SOURCE {
+                self.lock().slots.give(s);
+                return abi::SUCCESS;
+            }
+            let got = status_bytes(st, self.c.byte);
+            if rc == abi::SUCCESS && got > HDR && got <= slot.len {
+                let hdr = Header::read_from(s.ptr());
+                if hdr.magic == MAGIC {
+                    let payload = got - HDR;
+                    self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, true);
+                    copy_bytes(s.ptr().add(HDR), slot.buf, payload);
+                    set_status_bytes(st, self.c.byte, payload as u64);
+                    self.lock().slots.give(s);
+                    return abi::SUCCESS;
+                }
+            }
+            // A header alone, a truncation, a message without the header:
+            // the general path.
+            let mut w = Wire::Staged {
+                stage: Stage::Slot(s),
+                buf: slot.buf,
+                cap: slot.cap,
+                placed: false,
+                comm: slot.comm,
+            };
+            let rc2 = self.finish_recv_as(&mut w, st, true, rc, false, true);
+            self.lock().slots.give(s);
+            rc2
         }
     }
 
@@ -463,7 +595,7 @@ impl Engine {
     /// the lock, `RecvGate::reserve`), waits for it when `block`, and
     /// spends o_r. Across hosts the message also tells the gate how the
     /// clocks drift (`lag`: see `Header`).
-    #[inline]
+    #[inline(always)]
     pub(super) fn gate(&self, d: u64, lag: u32, src: u32, l: u64, payload: u64, block: bool) {
         if self.idle_gate {
             // `RecvGate::reserve` would answer `now`: the clock read (a

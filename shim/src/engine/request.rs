@@ -10,7 +10,7 @@ use super::*;
 pub(super) enum Pending {
     /// Nonblocking send: keeps the staging buffer or header alive.
     Send {
-        _keep: Option<Vec<u8>>,
+        _keep: Option<Stage>,
         _hdr: Option<Box<Header>>,
         /// A split send (`MAGIC_SPLIT`): the request is its payload's, and
         /// this the header's, which `_keep` holds; completed with it.
@@ -67,6 +67,51 @@ pub(super) enum Pending {
         k: usize,
     },
 }
+
+/// A request of the table's light lane (`lifecycle::Table::track_light`)
+/// is a small staged message in a slot (`SlotRef`): a nonblocking send
+/// whose slot holds what it sent, or a nonblocking receive whose slot MPI
+/// writes and which says where the payload goes. It stands for
+/// `Pending::Send` with a staging buffer and `Pending::Recv` with
+/// `Wire::Staged`, finished by `Engine::finish_light` without them; every
+/// other use of the table promotes it to that general form first.
+impl lifecycle::LightData<Pending> for SlotRef {
+    fn kind(&self) -> Kind {
+        // SAFETY: the slot belongs to this request.
+        if unsafe { self.slot().recv } {
+            Kind::Recv
+        } else {
+            Kind::Send
+        }
+    }
+
+    fn complete_at(&self) -> u64 {
+        // SAFETY: as above.
+        unsafe { self.slot().complete_at }
+    }
+
+    fn promote(self) -> Pending {
+        // SAFETY: as above.
+        let s = unsafe { self.slot() };
+        if !s.recv {
+            return Pending::Send {
+                _keep: Some(Stage::Slot(self)),
+                _hdr: None,
+                header: None,
+            };
+        }
+        Pending::Recv(Wire::Staged {
+            stage: Stage::Slot(self),
+            buf: s.buf,
+            cap: s.cap,
+            placed: false,
+            comm: s.comm,
+        })
+    }
+}
+
+/// A light request taken out of the table for completion.
+pub(super) type LightTaken = SlotRef;
 
 /// The receive of a persistent receive request (`Pending::PRecv`).
 pub(super) struct PRecvArgs {
@@ -184,7 +229,7 @@ impl Engine {
                     return PMPI_Request_free(req);
                 }
                 Some(Pending::Send {
-                    _keep: Some(v),
+                    _keep: Some(Stage::Heap(v)),
                     header: Some(h),
                     ..
                 }) => {
@@ -244,6 +289,10 @@ impl Engine {
                 };
                 if flag != 0 {
                     self.finish_recv(wire, &mut st, false, rc);
+                    if let Wire::Staged { stage, .. } = wire {
+                        let s = std::mem::replace(stage, Stage::Heap(Vec::new()));
+                        self.lock().put_back_stage(s);
+                    }
                 }
                 flag == 0
             });

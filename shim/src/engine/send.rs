@@ -10,7 +10,7 @@ impl Engine {
     /// (`set_pairs`); with `LOGGP_L_DIST` the message's L is drawn here and
     /// raised to arrive no earlier than the one before it on the channel
     /// (`dest`, `tag`, `comm`).
-    #[inline]
+    #[inline(always)]
     pub(super) fn depart(
         &self,
         bytes: u64,
@@ -174,7 +174,7 @@ impl Engine {
                     }) => {
                         let rc = PMPI_Wait(&mut r, status_ignore());
                         PMPI_Wait(&mut h, status_ignore());
-                        self.lock().put_back(v);
+                        self.lock().put_back_stage(v);
                         rc
                     }
                     Ok(_) => abi::SUCCESS,
@@ -278,7 +278,7 @@ impl Engine {
                 return Err(rc);
             }
             Ok(Pending::Send {
-                _keep: Some(v),
+                _keep: Some(Stage::Heap(v)),
                 _hdr: None,
                 header: Some(h),
             })
@@ -384,8 +384,83 @@ impl Engine {
         }
     }
 
-    /// Nonblocking send in any mode.
+    /// Nonblocking send in any mode. Its usual case, a small message of a
+    /// predefined contiguous type (not buffered), is staged in a slot of
+    /// the light lane here; every other is `isend_general`'s.
+    #[inline(always)]
     pub unsafe fn isend(
+        &self,
+        mode: Mode,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        unsafe {
+            if mode != Mode::Buffered {
+                if let Some(n) = small_contiguous(dt, count, self.slot_max) {
+                    let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
+                    return self.isend_slot(mode, dep, hdr, buf, n, dest, tag, comm, req);
+                }
+            }
+            self.isend_general(mode, buf, count, dt, dest, tag, comm, req)
+        }
+    }
+
+    /// A nonblocking send of `n` contiguous bytes (at most `slot_max`)
+    /// staged in a slot of the light lane, which keeps it until
+    /// completion.
+    #[inline(always)]
+    unsafe fn isend_slot(
+        &self,
+        mode: Mode,
+        dep: loggp_core::Departure,
+        hdr: Header,
+        buf: *const c_void,
+        n: usize,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        unsafe {
+            let s = self.lock().slots.take();
+            let p = s.ptr();
+            hdr.write_to(p);
+            copy_bytes(buf.cast(), p.add(HDR), n);
+            let slot = s.slot();
+            slot.len = HDR + n;
+            slot.recv = false;
+            slot.complete_at = dep.complete_at;
+            let real = match mode {
+                Mode::Synchronous => PMPI_Issend,
+                Mode::Ready => PMPI_Irsend,
+                _ => PMPI_Isend,
+            };
+            let rc = real(
+                p.cast(),
+                as_int(HDR + n),
+                self.c.packed,
+                dest,
+                tag,
+                comm,
+                req,
+            );
+            let mut st = self.lock();
+            if ok(rc) {
+                st.track_light_send(key(*req), s, dep.ready);
+            } else {
+                st.slots.give(s);
+            }
+            rc
+        }
+    }
+
+    /// Nonblocking send in any mode (`isend`).
+    pub unsafe fn isend_general(
         &self,
         mode: Mode,
         buf: *const c_void,
@@ -421,6 +496,10 @@ impl Engine {
                 _ => PMPI_Isend,
             };
             let (rc, pending) = if bytes <= self.cfg.inline_max {
+                if let Some(n) = contiguous_bytes(dt, count, size).filter(|&n| n <= self.slot_max) {
+                    // A derived type that is one contiguous block.
+                    return self.isend_slot(mode, dep, hdr, buf, n, dest, tag, comm, req);
+                }
                 match self.stage(size, hdr, buf, count, dt, comm) {
                     Ok(v) => {
                         let rc = real(
@@ -435,7 +514,7 @@ impl Engine {
                         (
                             rc,
                             Pending::Send {
-                                _keep: Some(v),
+                                _keep: Some(Stage::Heap(v)),
                                 _hdr: None,
                                 header: None,
                             },

@@ -90,7 +90,7 @@ impl Header {
 ///
 /// # Safety
 /// `src` readable and `dst` writable for `n` bytes, not overlapping.
-#[inline]
+#[inline(always)]
 pub(super) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
     unsafe {
         unsafe fn word(src: *const u8, dst: *mut u8, at: usize) {
@@ -133,7 +133,7 @@ pub(super) enum Wire {
     /// pending (MPI-4.0 §5.1.9), and it keeps every byte that arrived,
     /// partial elements included.
     Staged {
-        stage: Vec<u8>,
+        stage: Stage,
         buf: *mut u8,
         cap: usize,
         placed: bool,
