@@ -130,6 +130,7 @@ impl Status {
     }
 
     /// The count of bytes kept at `c`; None if `c` is not inside a status.
+    #[inline(always)]
     pub fn count_in(&self, c: CountAt) -> Option<u64> {
         match c {
             CountAt::Wide(o) if o + 8 <= STATUS_SIZE => {
@@ -143,6 +144,7 @@ impl Status {
     }
 
     /// Writes `v` bytes at `c`, leaving the cancelled flag as it is.
+    #[inline(always)]
     pub fn set_count_in(&mut self, c: CountAt, v: u64) -> bool {
         match c {
             CountAt::Wide(o) if o + 8 <= STATUS_SIZE => {

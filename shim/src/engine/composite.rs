@@ -25,16 +25,7 @@ impl Engine {
             let rc = if src == abi::PROC_NULL {
                 PMPI_Irecv(rbuf, rcount, rdt, src, rtag, comm, &mut reqs[1])
             } else {
-                self.recv(
-                    rbuf,
-                    rcount,
-                    rdt,
-                    src,
-                    rtag,
-                    comm,
-                    Some(&mut reqs[1]),
-                    std::ptr::null_mut(),
-                )
+                self.irecv(rbuf, rcount, rdt, src, rtag, comm, &mut reqs[1])
             };
             if !ok(rc) {
                 return Err(rc);

@@ -150,3 +150,44 @@ impl Stage {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Slots are distinct while in use, come back from the free list, and
+    /// never move when more are allocated (MPI may be writing into one).
+    #[test]
+    fn slots_are_distinct_reused_and_never_move() {
+        let mut s = Slots::default();
+        let a = s.take();
+        let first: Vec<SlotRef> = (0..CHUNK * 3).map(|_| s.take()).collect();
+        let mut all = first.clone();
+        all.push(a);
+        all.sort_by_key(|r| r.0 as usize);
+        all.dedup();
+        assert_eq!(all.len(), CHUNK * 3 + 1, "a slot handed out twice");
+        // SAFETY: `a` is ours; writing its stage is what MPI would do.
+        unsafe {
+            a.slot().stage[0] = 7;
+            a.slot().len = 3;
+        }
+        let p = a.ptr();
+        s.give(a);
+        let b = s.take();
+        assert_eq!(b, a, "the slot given back is the next taken");
+        assert_eq!(b.ptr(), p);
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(b.slot().stage[0], 7);
+            assert_eq!(Stage::Slot(b).len(), 3);
+        }
+        for r in &first {
+            assert!(s.chunks.iter().any(|c| {
+                let base = c.as_ptr() as usize;
+                let at = r.0 as usize;
+                at >= base && at < base + CHUNK * std::mem::size_of::<Slot>()
+            }));
+        }
+    }
+}
