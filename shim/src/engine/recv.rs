@@ -27,6 +27,11 @@ impl Engine {
                 }
                 return self.wait(&mut r, status);
             }
+            if req.is_none() && self.stash_len.load(Ordering::Relaxed) == 0 {
+                if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
+                    return self.recv_slot(buf.cast(), cap, src, tag, comm, status);
+                }
+            }
             if self.stash_len.load(Ordering::Relaxed) > 0 {
                 let p = pattern(comm, src, tag);
                 // A wildcard tag: the stashed match's source may still have an
@@ -240,8 +245,28 @@ impl Engine {
                 self.lock().slots.give(s);
                 return abi::SUCCESS;
             }
+            self.finish_slot(s, st, rc, true, true)
+        }
+    }
+
+    /// Finishes a receive that landed in slot `s` (status `st`, MPI's
+    /// return code `rc`) and gives the slot back: `finish_recv_as` of its
+    /// `Wire::Staged`, blocking, the usual case (its header, a message
+    /// that fits) done here in line. `may_cancel` and `want_count` as
+    /// there.
+    #[inline(always)]
+    unsafe fn finish_slot(
+        &self,
+        s: SlotRef,
+        st: &mut Status,
+        rc: c_int,
+        may_cancel: bool,
+        want_count: bool,
+    ) -> c_int {
+        unsafe {
+            let slot = s.slot();
             let mut cancelled: c_int = 0;
-            if cancels_seen() {
+            if may_cancel && cancels_seen() {
                 PMPI_Test_cancelled(st, &mut cancelled);
             }
             let src = st.source();
@@ -254,7 +279,9 @@ impl Engine {
                 let hdr = Header::read_from(s.ptr());
                 if hdr.magic == MAGIC {
                     let payload = got - HDR;
-                    set_status_bytes(st, self.c.byte, payload as u64);
+                    if want_count {
+                        set_status_bytes(st, self.c.byte, payload as u64);
+                    }
                     if self.idle_gate {
                         // `gate` decides nothing: its count, the copy and
                         // the slot's return under one lock.
@@ -272,7 +299,7 @@ impl Engine {
                 }
             }
             // A header alone, a truncation, a message without the header:
-            // the general path.
+            // the general path (the cancel was asked above).
             let mut w = Wire::Staged {
                 stage: Stage::Slot(s),
                 buf: slot.buf,
@@ -280,9 +307,60 @@ impl Engine {
                 placed: false,
                 comm: slot.comm,
             };
-            let rc2 = self.finish_recv_as(&mut w, st, true, rc, false, true);
+            let rc2 = self.finish_recv_as(&mut w, st, true, rc, false, want_count);
             self.lock().slots.give(s);
             rc2
+        }
+    }
+
+    /// A blocking receive into `cap` contiguous bytes at `buf` (at most
+    /// `slot_max`), staged in a slot for the time of the call.
+    #[inline(never)]
+    unsafe fn recv_slot(
+        &self,
+        buf: *mut u8,
+        cap: usize,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        status: *mut Status,
+    ) -> c_int {
+        unsafe {
+            let n = HDR + cap;
+            let s = self.lock().slots.take();
+            let slot = s.slot();
+            slot.len = n;
+            slot.buf = buf;
+            slot.cap = cap;
+            slot.comm = comm;
+            let mut st = Status::zeroed();
+            let mut rc = self.recv_blocking(
+                s.ptr().cast(),
+                as_int(n),
+                self.c.packed,
+                src,
+                tag,
+                comm,
+                &mut st,
+            );
+            if rc != abi::SUCCESS && !is_truncation(rc) {
+                self.lock().slots.give(s);
+                return rc;
+            }
+            // A blocking receive cannot have been cancelled, and its count
+            // matters only to a status the caller looks at.
+            let want = !abi::status_ignored(status);
+            let rc2 = self.finish_slot(s, &mut st, rc, false, want);
+            if self.uses_seen {
+                set_waited(NOT_WAITED);
+            }
+            if rc == abi::SUCCESS {
+                rc = rc2;
+            }
+            if want {
+                st.copy_to(status);
+            }
+            rc
         }
     }
 

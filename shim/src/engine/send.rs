@@ -137,14 +137,17 @@ impl Engine {
                 }
                 return self.wait(&mut r, status_ignore());
             }
-            let size = type_size(dt);
-            let bytes = size * u64::try_from(count).unwrap_or(0);
-            let (dep, hdr) = self.depart(bytes, dest, tag, comm);
             let real = match mode {
                 Mode::Synchronous => PMPI_Ssend,
                 Mode::Ready => PMPI_Rsend,
                 _ => PMPI_Send,
             };
+            if let Some(n) = small_contiguous(dt, count, self.slot_max) {
+                return self.send_slot(real, buf, n, dest, tag, comm);
+            }
+            let size = type_size(dt);
+            let bytes = size * u64::try_from(count).unwrap_or(0);
+            let (dep, hdr) = self.depart(bytes, dest, tag, comm);
             let rc = if bytes <= self.cfg.inline_max {
                 // Blocking: the buffer is free again when the call returns, so
                 // this thread's staging buffer is reused (no allocation).
@@ -191,6 +194,34 @@ impl Engine {
                     Err(rc) => rc,
                 }
             };
+            if dep.complete_at > dep.ready {
+                self.hold_until(dep.complete_at);
+            }
+            rc
+        }
+    }
+
+    /// A blocking send of `n` contiguous bytes (at most `slot_max`) staged
+    /// in a slot for the time of the call (`real`: MPI's send of the
+    /// mode).
+    #[inline(never)]
+    unsafe fn send_slot(
+        &self,
+        real: unsafe fn(*const c_void, c_int, Datatype, c_int, c_int, Comm) -> c_int,
+        buf: *const c_void,
+        n: usize,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> c_int {
+        unsafe {
+            let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
+            let s = self.lock().slots.take();
+            let p = s.ptr();
+            hdr.write_to(p);
+            copy_bytes(buf.cast(), p.add(HDR), n);
+            let rc = real(p.cast(), as_int(HDR + n), self.c.packed, dest, tag, comm);
+            self.lock().slots.give(s);
             if dep.complete_at > dep.ready {
                 self.hold_until(dep.complete_at);
             }
