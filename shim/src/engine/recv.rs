@@ -193,8 +193,23 @@ impl Engine {
         }
     }
 
+    /// A slot for a receive of at most `cap` bytes (`slot_max`) into `buf`
+    /// on `comm`: header and payload land in it.
+    #[inline(always)]
+    fn slot_for_recv(&self, buf: *mut u8, cap: usize, comm: Comm) -> SlotRef {
+        let s = self.lock().slots.take();
+        // SAFETY: the slot was just taken for this receive.
+        let slot = unsafe { s.slot() };
+        slot.len = HDR + cap;
+        slot.buf = buf;
+        slot.cap = cap;
+        slot.comm = comm;
+        slot.recv = true;
+        s
+    }
+
     /// A nonblocking receive into `cap` contiguous bytes at `buf` (at
-    /// most `SLOT_PAYLOAD`), staged in a slot of the light lane: header
+    /// most `slot_max`), staged in a slot of the light lane: header
     /// and payload land there, and `finish_light` copies the payload out.
     #[inline(always)]
     unsafe fn irecv_slot(
@@ -208,13 +223,7 @@ impl Engine {
     ) -> c_int {
         unsafe {
             let n = HDR + cap;
-            let s = self.lock().slots.take();
-            let slot = s.slot();
-            slot.len = n;
-            slot.buf = buf;
-            slot.cap = cap;
-            slot.comm = comm;
-            slot.recv = true;
+            let s = self.slot_for_recv(buf, cap, comm);
             let rc = PMPI_Irecv(s.ptr().cast(), as_int(n), self.c.packed, src, tag, comm, r);
             let mut st = self.lock();
             if ok(rc) {
@@ -245,7 +254,7 @@ impl Engine {
                     self.lock().slots.give(s);
                     return abi::SUCCESS;
                 }
-                return self.finish_light_rest(s, st, rc, true, true);
+                return self.finish_light_rest(s, st, rc);
             }
             if rc == abi::SUCCESS && self.idle_gate && !cancels_seen() {
                 let src = st.source();
@@ -258,28 +267,17 @@ impl Engine {
                 {
                     let payload = got - HDR;
                     set_status_bytes(st, self.c.byte, payload as u64);
-                    copy_bytes(s.ptr().add(HDR), slot.buf, payload);
-                    let mut g = self.lock();
-                    g.recvs += 1;
-                    g.bytes_recv += payload as u64;
-                    g.slots.give(s);
+                    self.deliver_idle(s, payload);
                     return abi::SUCCESS;
                 }
             }
-            self.finish_light_rest(s, st, rc, true, true)
+            self.finish_light_rest(s, st, rc)
         }
     }
 
-    /// `finish_light` and `recv_slot` beyond their usual case.
+    /// `finish_light` beyond its usual case.
     #[inline(never)]
-    unsafe fn finish_light_rest(
-        &self,
-        s: SlotRef,
-        st: &mut Status,
-        rc: c_int,
-        may_cancel: bool,
-        want_count: bool,
-    ) -> c_int {
+    unsafe fn finish_light_rest(&self, s: SlotRef, st: &mut Status, rc: c_int) -> c_int {
         unsafe {
             let slot = s.slot();
             if !slot.recv {
@@ -287,7 +285,21 @@ impl Engine {
                 self.lock().slots.give(s);
                 return abi::SUCCESS;
             }
-            self.finish_slot(s, st, rc, may_cancel, want_count)
+            self.finish_slot(s, st, rc, true, true)
+        }
+    }
+
+    /// Delivers the `payload` bytes that landed in slot `s` where the
+    /// gate decides nothing (`idle_gate`): the copy to the application's
+    /// buffer, the gate's count and the slot's return, under one lock.
+    #[inline(always)]
+    unsafe fn deliver_idle(&self, s: SlotRef, payload: usize) {
+        unsafe {
+            copy_bytes(s.ptr().add(HDR), s.slot().buf, payload);
+            let mut g = self.lock();
+            g.recvs += 1;
+            g.bytes_recv += payload as u64;
+            g.slots.give(s);
         }
     }
 
@@ -324,13 +336,7 @@ impl Engine {
                         set_status_bytes(st, self.c.byte, payload as u64);
                     }
                     if self.idle_gate {
-                        // `gate` decides nothing: its count, the copy and
-                        // the slot's return under one lock.
-                        copy_bytes(s.ptr().add(HDR), slot.buf, payload);
-                        let mut g = self.lock();
-                        g.recvs += 1;
-                        g.bytes_recv += payload as u64;
-                        g.slots.give(s);
+                        self.deliver_idle(s, payload);
                         return abi::SUCCESS;
                     }
                     self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, true);
@@ -368,12 +374,7 @@ impl Engine {
     ) -> c_int {
         unsafe {
             let n = HDR + cap;
-            let s = self.lock().slots.take();
-            let slot = s.slot();
-            slot.len = n;
-            slot.buf = buf;
-            slot.cap = cap;
-            slot.comm = comm;
+            let s = self.slot_for_recv(buf, cap, comm);
             let mut st = Status::zeroed();
             let mut rc = self.recv_blocking(
                 s.ptr().cast(),
