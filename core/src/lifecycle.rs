@@ -308,11 +308,6 @@ impl<K: HandleKey + Hash, P, S: BuildHasher, L: LightData<P>> Table<K, P, S, L> 
         self.light.remove(k)
     }
 
-    /// Light entries in the table.
-    pub fn light_len(&self) -> usize {
-        self.light.len()
-    }
-
     /// Enters a request that is not a nonblocking send (those go through
     /// `track_send`). Persistent ones start inactive. An entry the handle
     /// had is stale (MPI completed it behind the table's back) and goes.

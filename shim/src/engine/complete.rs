@@ -597,6 +597,9 @@ impl Engine {
             // nothing new). Only the request just taken is compared.
             let repeats_empty = self.lock().reqs.queues_none();
             let mut last = self.c.request_null;
+            // When request `i`'s message came, if the native wait waited
+            // for it.
+            let came_to = |i: usize| absent.get(i).copied().unwrap_or(false).then_some(came);
             for (i, &k) in keys.iter().enumerate() {
                 if k == self.c.request_null || (in_status && sts[i].error() == abi::ERR_PENDING) {
                     continue;
@@ -607,25 +610,14 @@ impl Engine {
                 last = k;
                 if !by_time {
                     if let Some(l) = self.take_light(k) {
-                        // `finish_of_waitall`, written out for the light
-                        // lane (through a closure the compiler kept it out
-                        // of line).
-                        let rc_i = if in_status {
-                            sts[i].error()
-                        } else {
-                            abi::SUCCESS
-                        };
-                        if self.uses_seen {
-                            let waited = absent.get(i).copied().unwrap_or(false);
-                            set_waited(if waited { came } else { NOT_WAITED });
-                        }
-                        let rc = self.finish_light(l, &mut sts[i], rc_i);
-                        if self.uses_seen {
-                            set_waited(NOT_WAITED);
-                        }
-                        if !ok(rc) && ok(rc_i) {
-                            fail_in_status(sts, i, rc, in_status, &mut rc_all);
-                        }
+                        self.finish_of_waitall(
+                            i,
+                            sts,
+                            in_status,
+                            came_to(i),
+                            &mut rc_all,
+                            |st, rc| self.finish_light(l, st, rc),
+                        );
                         continue;
                     }
                 }
@@ -644,28 +636,16 @@ impl Engine {
                     };
                     mine.push((t, i, p));
                 } else {
-                    let waited = absent.get(i).copied().unwrap_or(false);
-                    self.finish_of_waitall(
-                        i,
-                        sts,
-                        in_status,
-                        waited.then_some(came),
-                        &mut rc_all,
-                        |st, rc| self.finish_taken(&mut p, st, rc),
-                    );
+                    self.finish_of_waitall(i, sts, in_status, came_to(i), &mut rc_all, |st, rc| {
+                        self.finish_taken(&mut p, st, rc)
+                    });
                 }
             }
             lifecycle::delivery_order(&mut mine);
             for (_, i, mut p) in mine {
-                let waited = absent.get(i).copied().unwrap_or(false);
-                self.finish_of_waitall(
-                    i,
-                    sts,
-                    in_status,
-                    waited.then_some(came),
-                    &mut rc_all,
-                    |st, rc| self.finish_taken(&mut p, st, rc),
-                );
+                self.finish_of_waitall(i, sts, in_status, came_to(i), &mut rc_all, |st, rc| {
+                    self.finish_taken(&mut p, st, rc)
+                });
             }
             rc_all
         }

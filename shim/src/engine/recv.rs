@@ -28,6 +28,7 @@ impl Engine {
                 return self.wait(&mut r, status);
             }
             if req.is_none() && self.stash_len.load(Ordering::Relaxed) == 0 {
+                // The usual blocking receive, before the general checks.
                 if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
                     return self.recv_slot(buf.cast(), cap, src, tag, comm, status);
                 }
@@ -50,10 +51,12 @@ impl Engine {
             }
             let contig = contiguous_bytes(dt, count, type_size(dt));
             let staged = contig.filter(|&cap| cap as u64 <= self.cfg.inline_max);
-            if let (Some(r), Some(cap)) = (req, staged) {
-                if cap <= self.slot_max {
-                    return self.irecv_slot(buf.cast(), cap, src, tag, comm, r);
-                }
+            // Small: staged in a slot (the light lane's, when nonblocking).
+            if let Some(cap) = staged.filter(|&cap| cap <= self.slot_max) {
+                return match req {
+                    Some(r) => self.irecv_slot(buf.cast(), cap, src, tag, comm, r),
+                    None => self.recv_slot(buf.cast(), cap, src, tag, comm, status),
+                };
             }
             let wire = if let Some(cap) = staged {
                 let n = HDR + cap;
@@ -239,76 +242,87 @@ impl Engine {
 
     /// Finishes a light request (a slot, `SlotRef`) that MPI has
     /// completed (status `st`, return code `rc`), blocking: what `finish`
-    /// and `recycle` do with its general form. In line, its usual case
-    /// (a send at zero sender knobs; a receive of a message that fits,
-    /// with its header, at an idle gate); the rest out of line
-    /// (`finish_light_rest`), so as not to crowd the inlining of its
-    /// callers' loops.
+    /// and `recycle` do with its general form.
     #[inline(always)]
-    pub(super) unsafe fn finish_light(&self, l: LightTaken, st: &mut Status, rc: c_int) -> c_int {
-        unsafe {
-            let s = l;
-            let slot = s.slot();
-            if !slot.recv {
-                if slot.complete_at == 0 {
-                    self.lock().slots.give(s);
-                    return abi::SUCCESS;
-                }
-                return self.finish_light_rest(s, st, rc);
-            }
-            if rc == abi::SUCCESS && self.idle_gate && !cancels_seen() {
-                let src = st.source();
-                let got = status_bytes(st, self.c.byte);
-                if src != abi::PROC_NULL
-                    && src != abi::ANY_SOURCE
-                    && got > HDR
-                    && got <= slot.len
-                    && s.ptr().cast::<u32>().read_unaligned() == MAGIC
-                {
-                    let payload = got - HDR;
-                    set_status_bytes(st, self.c.byte, payload as u64);
-                    self.deliver_idle(s, payload);
-                    return abi::SUCCESS;
-                }
-            }
-            self.finish_light_rest(s, st, rc)
-        }
-    }
-
-    /// `finish_light` beyond its usual case.
-    #[inline(never)]
-    unsafe fn finish_light_rest(&self, s: SlotRef, st: &mut Status, rc: c_int) -> c_int {
+    pub(super) unsafe fn finish_light(&self, s: LightTaken, st: &mut Status, rc: c_int) -> c_int {
         unsafe {
             let slot = s.slot();
-            if !slot.recv {
+            if slot.recv {
+                return self.finish_slot(s, st, rc, true, true);
+            }
+            if slot.complete_at > 0 {
                 self.hold_until(slot.complete_at);
-                self.lock().slots.give(s);
-                return abi::SUCCESS;
             }
-            self.finish_slot(s, st, rc, true, true)
-        }
-    }
-
-    /// Delivers the `payload` bytes that landed in slot `s` where the
-    /// gate decides nothing (`idle_gate`): the copy to the application's
-    /// buffer, the gate's count and the slot's return, under one lock.
-    #[inline(always)]
-    unsafe fn deliver_idle(&self, s: SlotRef, payload: usize) {
-        unsafe {
-            copy_bytes(s.ptr().add(HDR), s.slot().buf, payload);
-            let mut g = self.lock();
-            g.recvs += 1;
-            g.bytes_recv += payload as u64;
-            g.slots.give(s);
+            self.lock().slots.give(s);
+            abi::SUCCESS
         }
     }
 
     /// Finishes a receive that landed in slot `s` (status `st`, MPI's
     /// return code `rc`) and gives the slot back: `finish_recv_as` of its
-    /// `Wire::Staged`, blocking, the usual case (its header, a message
-    /// that fits) done here. `may_cancel` and `want_count` as there.
+    /// `Wire::Staged`, blocking (`may_cancel` and `want_count` as there).
+    /// In line, its usual case: a message that fits, with its header, no
+    /// cancel seen; the rest out of line
+    /// (`finish_slot_rest`), so as not to crowd the inlining of its
+    /// callers' loops (in line, it cost the receiver's Waitall 27
+    /// instructions per message, `scripts/bench-instr.sh`).
     #[inline(always)]
     unsafe fn finish_slot(
+        &self,
+        s: SlotRef,
+        st: &mut Status,
+        rc: c_int,
+        may_cancel: bool,
+        want_count: bool,
+    ) -> c_int {
+        unsafe {
+            if rc == abi::SUCCESS && !(may_cancel && cancels_seen()) {
+                let src = st.source();
+                let got = status_bytes(st, self.c.byte);
+                if src != abi::PROC_NULL
+                    && src != abi::ANY_SOURCE
+                    && got > HDR
+                    && got <= s.slot().len
+                    && s.ptr().cast::<u32>().read_unaligned() == MAGIC
+                {
+                    let payload = got - HDR;
+                    if want_count {
+                        set_status_bytes(st, self.c.byte, payload as u64);
+                    }
+                    if !self.idle_gate {
+                        let hdr = Header::read_from(s.ptr());
+                        self.gate_timed(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, true);
+                    }
+                    self.deliver_idle(s, payload);
+                    return abi::SUCCESS;
+                }
+            }
+            self.finish_slot_rest(s, st, rc, may_cancel, want_count)
+        }
+    }
+
+    /// Delivers the `payload` bytes that landed in slot `s`, past the gate:
+    /// the copy to the application's buffer, the received count (at an
+    /// idle gate `gate` keeps none: `gate_timed` did) and the slot's
+    /// return, under one lock.
+    #[inline(always)]
+    unsafe fn deliver_idle(&self, s: SlotRef, payload: usize) {
+        unsafe {
+            copy_bytes(s.ptr().add(HDR), s.slot().buf, payload);
+            let mut g = self.lock();
+            if self.idle_gate {
+                g.recvs += 1;
+                g.bytes_recv += payload as u64;
+            }
+            g.slots.give(s);
+        }
+    }
+
+    /// `finish_slot` beyond its usual case: a cancel, a message from
+    /// MPI_PROC_NULL, and (through `finish_recv_as`) a header alone, a
+    /// truncation, a message without the header.
+    #[inline(never)]
+    unsafe fn finish_slot_rest(
         &self,
         s: SlotRef,
         st: &mut Status,
@@ -335,18 +349,13 @@ impl Engine {
                     if want_count {
                         set_status_bytes(st, self.c.byte, payload as u64);
                     }
-                    if self.idle_gate {
-                        self.deliver_idle(s, payload);
-                        return abi::SUCCESS;
-                    }
                     self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, true);
                     copy_bytes(s.ptr().add(HDR), slot.buf, payload);
                     self.lock().slots.give(s);
                     return abi::SUCCESS;
                 }
             }
-            // A header alone, a truncation, a message without the header:
-            // the general path (the cancel was asked above).
+            // The cancel was asked above.
             let mut w = Wire::Staged {
                 stage: Stage::Slot(s),
                 buf: slot.buf,

@@ -201,6 +201,24 @@ impl Engine {
         }
     }
 
+    /// A slot holding the message `[hdr][n bytes at buf]` (`n` at most
+    /// `slot_max`), for a send (its emulated completion 0: the caller of a
+    /// nonblocking send sets it).
+    #[inline(always)]
+    unsafe fn slot_for_send(&self, hdr: Header, buf: *const c_void, n: usize) -> SlotRef {
+        unsafe {
+            let s = self.lock().slots.take();
+            let p = s.ptr();
+            hdr.write_to(p);
+            copy_bytes(buf.cast(), p.add(HDR), n);
+            let slot = s.slot();
+            slot.len = HDR + n;
+            slot.recv = false;
+            slot.complete_at = 0;
+            s
+        }
+    }
+
     /// A blocking send of `n` contiguous bytes (at most `slot_max`) staged
     /// in a slot for the time of the call (`real`: MPI's send of the
     /// mode).
@@ -216,11 +234,15 @@ impl Engine {
     ) -> c_int {
         unsafe {
             let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
-            let s = self.lock().slots.take();
-            let p = s.ptr();
-            hdr.write_to(p);
-            copy_bytes(buf.cast(), p.add(HDR), n);
-            let rc = real(p.cast(), as_int(HDR + n), self.c.packed, dest, tag, comm);
+            let s = self.slot_for_send(hdr, buf, n);
+            let rc = real(
+                s.ptr().cast(),
+                as_int(HDR + n),
+                self.c.packed,
+                dest,
+                tag,
+                comm,
+            );
             self.lock().slots.give(s);
             if dep.complete_at > dep.ready {
                 self.hold_until(dep.complete_at);
@@ -458,21 +480,15 @@ impl Engine {
         req: *mut Request,
     ) -> c_int {
         unsafe {
-            let s = self.lock().slots.take();
-            let p = s.ptr();
-            hdr.write_to(p);
-            copy_bytes(buf.cast(), p.add(HDR), n);
-            let slot = s.slot();
-            slot.len = HDR + n;
-            slot.recv = false;
-            slot.complete_at = dep.complete_at;
+            let s = self.slot_for_send(hdr, buf, n);
+            s.slot().complete_at = dep.complete_at;
             let real = match mode {
                 Mode::Synchronous => PMPI_Issend,
                 Mode::Ready => PMPI_Irsend,
                 _ => PMPI_Isend,
             };
             let rc = real(
-                p.cast(),
+                s.ptr().cast(),
                 as_int(HDR + n),
                 self.c.packed,
                 dest,
