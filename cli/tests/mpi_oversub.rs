@@ -7,7 +7,10 @@
 //!   nonblocking collective in flight (three waits the shim runs itself
 //!   under virtual time) uses under a quarter of that in CPU time. They
 //!   used to spin: 35–95 % (MPICH and Open MPI, 4 ranks on 2 cores), where
-//!   the shim's waits now take about 1 %.
+//!   the shim's waits now take about 1 %. Retried up to 3 times: a thread
+//!   that wakes 300 times is charged more where the host is busy (a CI run
+//!   read 11–29 %); the bound is a quarter above the share of a bare
+//!   sleep loop in the same job.
 //! - What such a job costs under virtual time (`oversub.c` workloads and
 //!   start-up alone, `hello.c`): the job's wall time at `LOGGP_VT=on` stays
 //!   under 10× the native job's, measured in the same test (the bound is
@@ -40,23 +43,37 @@ fn waits_give_the_processor_away_when_oversubscribed() {
     let np = np();
     for mpi in BOTH {
         for vars in [&[("LOGGP_VT", "on")][..], EVERY_KNOB] {
-            let out = Job::new(mpi, "oversub")
-                .np(np)
-                .vars(vars)
-                .args(&["idle"])
-                .run();
-            out.expect_pass("oversub idle: ok");
-            for key in ["probe_cpu", "waitany_cpu", "wait_cpu"] {
-                let f = out.num(key);
-                assert!(
-                    f < 0.25,
-                    "{key}={f:.3}: a rank waiting 300 ms inside the shim used that share of it \
-                     in CPU time, {np} ranks on {} processors ({vars:?})\n{}",
-                    np / 2,
-                    out.describe()
-                );
-            }
-            assert!(out.shim_lines().is_empty(), "{}", out.describe());
+            let what = format!("{} idle waits, {np} ranks, {vars:?}", mpi.name());
+            // A spinning wait takes 35-95 % on every attempt; a sleeping one
+            // about 1 %, as does a bare loop of 1 ms sleeps here. A thread
+            // that wakes 300 times is charged more where the machine's host
+            // is busy (one CI run read 11-29 %), so the bound is a quarter
+            // above what the job's bare sleep loop was charged, retried.
+            retry(3, &what, || {
+                let out = Job::new(mpi, "oversub")
+                    .np(np)
+                    .vars(vars)
+                    .args(&["idle"])
+                    .run();
+                out.expect_pass("oversub idle: ok");
+                assert!(out.shim_lines().is_empty(), "{}", out.describe());
+                let control = out.num("sleep_cpu");
+                let mut shares = Vec::new();
+                for key in ["probe_cpu", "waitany_cpu", "wait_cpu"] {
+                    let f = out.num(key);
+                    shares.push(format!("{key}={f:.3}"));
+                    if f >= 0.25 + control {
+                        return Err(format!(
+                            "{key}={f:.3}: a rank waiting 300 ms inside the shim used that share \
+                             of it in CPU time, {np} ranks on {} processors (a bare sleep loop: \
+                             {control:.3})\n{}",
+                            np / 2,
+                            out.describe()
+                        ));
+                    }
+                }
+                Ok(format!("{} sleep_cpu={control:.3}", shares.join(" ")))
+            });
         }
     }
 }

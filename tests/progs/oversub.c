@@ -16,9 +16,12 @@
  *                          in MPI_Probe, then in MPI_Waitany, then in
  *                          MPI_Wait with an Ibarrier in flight, and prints
  *                          "oversub idle: ok np=N probe_cpu=F waitany_cpu=F
- *                          wait_cpu=F": the CPU time rank 1 used in each wait
- *                          over its wall time (near 1 for a spinning wait,
- *                          near 0 for one that gives the processor away)
+ *                          wait_cpu=F sleep_cpu=F": the CPU time rank 1 used
+ *                          in each wait over its wall time (near 1 for a
+ *                          spinning wait, near 0 for one that gives the
+ *                          processor away), and, as a control, in a bare
+ *                          loop of 1 ms nanosleeps for 100 ms (what this
+ *                          machine charges a thread that only sleeps)
  */
 #include "common.h"
 
@@ -141,6 +144,16 @@ static double idle_wait(int how, int ms) {
   return frac;
 }
 
+/* The CPU share of a thread that only sleeps, 1 ms at a time, for `ms`. */
+static double sleep_share(int ms) {
+  double w0 = now_us(), c0 = cpu_us();
+  while (now_us() - w0 < ms * 1000.0) {
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return (cpu_us() - c0) / (now_us() - w0);
+}
+
 static double timed(void (*f)(int), int iters) {
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   double t0 = now_us();
@@ -163,7 +176,9 @@ int main(int argc, char **argv) {
     double f[3];
     for (int how = 0; how < 3; how++) f[how] = idle_wait(how, 300);
     if (R == 1) {
-      printf("oversub idle: ok np=%d probe_cpu=%.3f waitany_cpu=%.3f wait_cpu=%.3f\n", P, f[0], f[1], f[2]);
+      double s = sleep_share(100);
+      printf("oversub idle: ok np=%d probe_cpu=%.3f waitany_cpu=%.3f wait_cpu=%.3f sleep_cpu=%.3f\n", P,
+             f[0], f[1], f[2], s);
       fflush(stdout);
     }
     MPI_Finalize();
