@@ -136,6 +136,65 @@ pub fn until(now: u64, until: u64, busy: bool, oversubscribed: bool) -> Step {
     }
 }
 
+/// How many processors the ranks of this host may use: the processors
+/// online, fewer where the process's control group confines it to a set of
+/// them (`cpuset`, a Linux CPU list such as `0-3,8`) or to a share of CPU
+/// time (`quota`: a cgroup v2 `cpu.max` line, `"200000 100000"` for two
+/// processors' worth, `"max 100000"` for no limit; for cgroup v1 the same
+/// two numbers from `cpu.cfs_quota_us` and `cpu.cfs_period_us`, a quota of
+/// -1 for none). A batch system's allocation (Slurm's cgroup cpuset) or a
+/// container's CPU limit is what the ranks share, however many processors
+/// the node has. A per-process affinity mask is not asked: a launcher that
+/// binds each rank to one core would make every host look oversubscribed.
+/// Text that does not parse is ignored (the next limit or the processors
+/// online stand).
+pub fn processors(online: usize, cpuset: Option<&str>, quota: Option<&str>) -> usize {
+    let mut n = online.max(1);
+    if let Some(c) = cpuset.and_then(cpu_list_len) {
+        n = n.min(c);
+    }
+    if let Some(q) = quota.and_then(quota_cpus) {
+        n = n.min(q);
+    }
+    n.max(1)
+}
+
+/// The number of processors in a Linux CPU list (`0-3,8,10-11`).
+fn cpu_list_len(s: &str) -> Option<usize> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    let mut n = 0usize;
+    for part in s.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (
+                a.trim().parse::<usize>().ok()?,
+                b.trim().parse::<usize>().ok()?,
+            ),
+            None => {
+                let a = part.trim().parse::<usize>().ok()?;
+                (a, a)
+            }
+        };
+        n += b.checked_sub(a)? + 1;
+    }
+    Some(n)
+}
+
+/// Whole processors' worth of a quota and period (`"200000 100000"`),
+/// rounded up; `None` for no limit (`max`, or a negative quota).
+fn quota_cpus(s: &str) -> Option<usize> {
+    let mut it = s.split_whitespace();
+    let quota = it.next()?.parse::<i64>().ok()?;
+    let period = it.next()?.parse::<i64>().ok()?;
+    if quota <= 0 || period <= 0 {
+        return None;
+    }
+    let whole = (quota as u64).div_ceil(period as u64);
+    Some(usize::try_from(whole).ok()?.max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,5 +300,27 @@ mod tests {
         assert_eq!(until(1_000, 3_001_000, false, true), Step::Sleep(2_900_000));
         // Past the deadline: nothing to wait (the caller stops first).
         assert_eq!(until(10, 5, false, true), Step::Spin);
+    }
+
+    #[test]
+    fn a_control_groups_cpus_and_quota_limit_the_processors() {
+        // Nothing known: the processors online.
+        assert_eq!(processors(64, None, None), 64);
+        // Slurm's cpuset of 4 of a node's 64.
+        assert_eq!(processors(64, Some("0-1,32-33\n"), None), 4);
+        assert_eq!(processors(64, Some("7"), None), 1);
+        // A container's limit of 2.5 processors' worth: 3.
+        assert_eq!(processors(64, None, Some("250000 100000\n")), 3);
+        assert_eq!(processors(64, Some("0-7"), Some("200000 100000")), 2);
+        // No limit, in either version's words.
+        assert_eq!(processors(8, None, Some("max 100000")), 8);
+        assert_eq!(processors(8, None, Some("-1 100000")), 8);
+        // A limit above the processors online changes nothing.
+        assert_eq!(processors(2, Some("0-15"), Some("1600000 100000")), 2);
+        // Text that does not parse is passed over; never below 1.
+        assert_eq!(processors(8, Some("0-x"), Some("lots")), 8);
+        assert_eq!(processors(8, Some("3-1"), Some("")), 8);
+        assert_eq!(processors(8, None, Some("1000 100000")), 1);
+        assert_eq!(processors(0, None, None), 1);
     }
 }

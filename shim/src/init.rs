@@ -251,11 +251,20 @@ pub unsafe fn after_init(cfg: Config) {
             Vec::new()
         };
         // Only waits under virtual time care (pass-through never waits).
+        let mut placement = String::new();
         if vt {
             let me = host_of[as_index(rank)];
             let here = host_of.iter().filter(|&&h| h == me).count();
-            crate::clock::set_oversubscribed(
-                here as i64 > libc::sysconf(libc::_SC_NPROCESSORS_ONLN),
+            let procs = host_processors();
+            crate::clock::set_oversubscribed(here > procs);
+            placement = format!(
+                " ({here} on rank 0's host, {procs} processor{} for them{})",
+                if procs == 1 { "" } else { "s" },
+                if here > procs {
+                    ": waits give the processor away"
+                } else {
+                    ""
+                }
             );
         }
         let hosts_n = host_of.iter().max().map_or(1, |&h| h + 1);
@@ -353,13 +362,14 @@ pub unsafe fn after_init(cfg: Config) {
         });
         if cfg.log >= LogLevel::Info && rank == 0 {
             log::line(&format!(
-            "{} (shim built for {} {}), {} ranks on {} host{}, {}; native transit (through the shim) {}, then {:.3}ns/B{}; shim's own cost {}ns per send, {}ns per receive; start-up {:.1}ms",
+            "{} (shim built for {} {}), {} ranks on {} host{}{}, {}; native transit (through the shim) {}, then {:.3}ns/B{}; shim's own cost {}ns per send, {}ns per receive; start-up {:.1}ms",
             loaded().1,
             FLAVOUR.name(),
             abi::LIB_VERSION,
             size,
             hosts_n,
             if hosts_n == 1 { "" } else { "s" },
+            placement,
             cfg,
             fmt_transit(&transit),
             transit.per_byte_ns,
@@ -840,6 +850,64 @@ unsafe fn pair_sync(c: &Consts, comm: Comm, rank: c_int, peer: c_int) {
 
 /// The host of every rank, as an index: hosts numbered in the order of
 /// their first rank (rank 0's host is 0). One Allgather of the names.
+/// The processors the ranks on this host may use: those online, fewer where
+/// the control group confines the process (`loggp_core::idle::processors`:
+/// a batch system's cpuset, a container's CPU quota), cgroup v2 or v1, at
+/// its own level and above.
+fn host_processors() -> usize {
+    use loggp_core::idle::processors;
+    // SAFETY: plain libc call.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    let mut n = usize::try_from(online).unwrap_or(1);
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).ok();
+    let Some(own) = read(std::path::Path::new("/proc/self/cgroup")) else {
+        return n.max(1);
+    };
+    for line in own.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, ctrl, path) = match (f.next(), f.next(), f.next()) {
+            (Some(a), Some(b), Some(c)) => (a, b, c.trim_start_matches('/')),
+            _ => continue,
+        };
+        let mounts: &[(&str, &str, Option<&str>)] = if ctrl.is_empty() {
+            // v2: both limits in the one hierarchy.
+            &[("", "cpuset.cpus.effective", Some("cpu.max"))]
+        } else if ctrl.split(',').any(|c| c == "cpuset") {
+            &[("cpuset", "cpuset.cpus", None)]
+        } else if ctrl.split(',').any(|c| c == "cpu") {
+            &[("cpu", "", Some("cpu.cfs_quota_us"))]
+        } else {
+            continue;
+        };
+        for &(sub, cpus, quota) in mounts {
+            let root = std::path::Path::new("/sys/fs/cgroup").join(sub);
+            // From the process's own group up to the hierarchy's root; a
+            // group named from outside a cgroup namespace is not there.
+            let mut dir = root.join(path);
+            loop {
+                let c = (!cpus.is_empty()).then(|| read(&dir.join(cpus))).flatten();
+                let q = quota.and_then(|q| {
+                    let v = read(&dir.join(q))?;
+                    if q == "cpu.max" {
+                        Some(v)
+                    } else {
+                        Some(format!(
+                            "{} {}",
+                            v.trim(),
+                            read(&dir.join("cpu.cfs_period_us"))?.trim()
+                        ))
+                    }
+                });
+                n = processors(n, c.as_deref(), q.as_deref());
+                if dir == root || !dir.pop() {
+                    break;
+                }
+            }
+        }
+    }
+    n.max(1)
+}
+
 unsafe fn host_indices(c: &Consts, comm: Comm, size: c_int) -> Vec<usize> {
     unsafe {
         let n = usize::try_from(abi::MAX_PROCESSOR_NAME).unwrap_or(256);
