@@ -188,7 +188,7 @@ pub enum Back<L, P> {
 /// nonblocking sends and receives whose state is small (`L`), kept in a
 /// `HandleMap` and taken by the shim's fast completion paths with one
 /// probe (`take_light`). Every other use of the table first *promotes* a
-/// light entry to a general one (`Promote`), so that the decisions below
+/// light entry to a general one (`LightData::promote`), so that the decisions below
 /// are the same for both: a light entry is a general entry stored
 /// compactly, never a different life cycle.
 pub struct Table<K, P, S, L> {

@@ -1044,9 +1044,7 @@ impl Engine {
                 Some(v) => v,
                 None => return,
             },
-            Some(Pending::Recv(Wire::Staged { stage, .. })) => {
-                std::mem::replace(stage, Stage::Heap(Vec::new()))
-            }
+            Some(Pending::Recv(Wire::Staged { stage, .. })) => std::mem::take(stage),
             _ => return,
         };
         self.lock().put_back_stage(v);

@@ -279,21 +279,8 @@ impl Engine {
             if rc == abi::SUCCESS && !(may_cancel && cancels_seen()) {
                 let src = st.source();
                 let got = status_bytes(st, self.c.byte);
-                if src != abi::PROC_NULL
-                    && src != abi::ANY_SOURCE
-                    && got > HDR
-                    && got <= s.slot().len
-                    && s.ptr().cast::<u32>().read_unaligned() == MAGIC
-                {
-                    let payload = got - HDR;
-                    if want_count {
-                        set_status_bytes(st, self.c.byte, payload as u64);
-                    }
-                    if !self.idle_gate {
-                        let hdr = Header::read_from(s.ptr());
-                        self.gate_timed(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, true);
-                    }
-                    self.deliver_idle(s, payload);
+                if src != abi::PROC_NULL && src != abi::ANY_SOURCE && landed_whole(s, got) {
+                    self.deliver_slot(s, st, got, want_count);
                     return abi::SUCCESS;
                 }
             }
@@ -301,13 +288,22 @@ impl Engine {
         }
     }
 
-    /// Delivers the `payload` bytes that landed in slot `s`, past the gate:
-    /// the copy to the application's buffer, the received count (at an
-    /// idle gate `gate` keeps none: `gate_timed` did) and the slot's
-    /// return, under one lock.
+    /// Delivers a message that landed whole in slot `s` (`got` bytes with
+    /// its header, `landed_whole`), past the gate: the count in `st`
+    /// (`want_count`), the copy to the application's buffer, the received
+    /// count (at an idle gate here, under the lock that gives the slot
+    /// back; elsewhere `gate_timed` keeps it) and the slot's return.
     #[inline(always)]
-    unsafe fn deliver_idle(&self, s: SlotRef, payload: usize) {
+    unsafe fn deliver_slot(&self, s: SlotRef, st: &mut Status, got: usize, want_count: bool) {
         unsafe {
+            let payload = got - HDR;
+            if want_count {
+                set_status_bytes(st, self.c.byte, payload as u64);
+            }
+            if !self.idle_gate {
+                let hdr = Header::read_from(s.ptr());
+                self.gate_timed(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, true);
+            }
             copy_bytes(s.ptr().add(HDR), s.slot().buf, payload);
             let mut g = self.lock();
             if self.idle_gate {
@@ -342,18 +338,9 @@ impl Engine {
                 return abi::SUCCESS;
             }
             let got = status_bytes(st, self.c.byte);
-            if rc == abi::SUCCESS && got > HDR && got <= slot.len {
-                let hdr = Header::read_from(s.ptr());
-                if hdr.magic == MAGIC {
-                    let payload = got - HDR;
-                    if want_count {
-                        set_status_bytes(st, self.c.byte, payload as u64);
-                    }
-                    self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, true);
-                    copy_bytes(s.ptr().add(HDR), slot.buf, payload);
-                    self.lock().slots.give(s);
-                    return abi::SUCCESS;
-                }
+            if rc == abi::SUCCESS && landed_whole(s, got) {
+                self.deliver_slot(s, st, got, want_count);
+                return abi::SUCCESS;
             }
             // The cancel was asked above.
             let mut w = Wire::Staged {
@@ -797,4 +784,13 @@ impl Engine {
             self.pass_time(held.unwrap_or_else(now) + o_r, true);
         }
     }
+}
+
+/// Whether `got` bytes received into slot `s` are a whole message of the
+/// shim's: its header (by its magic) and a payload that fits.
+#[inline(always)]
+unsafe fn landed_whole(s: SlotRef, got: usize) -> bool {
+    // SAFETY: the slot belongs to the receive being finished; its buffer
+    // holds at least a header's bytes.
+    unsafe { got > HDR && got <= s.slot().len && s.ptr().cast::<u32>().read_unaligned() == MAGIC }
 }

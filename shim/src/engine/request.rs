@@ -290,8 +290,7 @@ impl Engine {
                 if flag != 0 {
                     self.finish_recv(wire, &mut st, false, rc);
                     if let Wire::Staged { stage, .. } = wire {
-                        let s = std::mem::replace(stage, Stage::Heap(Vec::new()));
-                        self.lock().put_back_stage(s);
+                        self.lock().put_back_stage(std::mem::take(stage));
                     }
                 }
                 flag == 0

@@ -118,10 +118,17 @@ impl Slots {
 }
 
 /// A staging buffer: a pooled vector, or a slot (small messages of the
-/// light lane, promoted to a general request: `Lane`'s `Promote`).
+/// light lane, promoted to a general request: `LightData::promote`).
 pub(super) enum Stage {
     Heap(Vec<u8>),
     Slot(SlotRef),
+}
+
+/// No buffer (an empty vector), left behind by `std::mem::take`.
+impl Default for Stage {
+    fn default() -> Stage {
+        Stage::Heap(Vec::new())
+    }
 }
 
 impl Stage {
