@@ -864,44 +864,42 @@ fn host_processors() -> usize {
         return n.max(1);
     };
     for line in own.lines() {
-        let mut f = line.splitn(3, ':');
-        let (_, ctrl, path) = match (f.next(), f.next(), f.next()) {
-            (Some(a), Some(b), Some(c)) => (a, b, c.trim_start_matches('/')),
-            _ => continue,
+        // `hierarchy:controllers:path`; cgroup v2's has no controllers.
+        let Some((ctrl, path)) = line.split_once(':').and_then(|(_, r)| r.split_once(':')) else {
+            continue;
         };
-        let mounts: &[(&str, &str, Option<&str>)] = if ctrl.is_empty() {
-            // v2: both limits in the one hierarchy.
-            &[("", "cpuset.cpus.effective", Some("cpu.max"))]
-        } else if ctrl.split(',').any(|c| c == "cpuset") {
-            &[("cpuset", "cpuset.cpus", None)]
-        } else if ctrl.split(',').any(|c| c == "cpu") {
-            &[("cpu", "", Some("cpu.cfs_quota_us"))]
+        let has = |c: &str| ctrl.split(',').any(|x| x == c);
+        // The hierarchy's directory, its file of CPUs, and its quota's
+        // file (with v1's period beside it).
+        let (sub, cpus, quota) = if ctrl.is_empty() {
+            ("", Some("cpuset.cpus.effective"), Some(("cpu.max", None)))
+        } else if has("cpuset") {
+            ("cpuset", Some("cpuset.cpus"), None)
+        } else if has("cpu") {
+            (
+                "cpu",
+                None,
+                Some(("cpu.cfs_quota_us", Some("cpu.cfs_period_us"))),
+            )
         } else {
             continue;
         };
-        for &(sub, cpus, quota) in mounts {
-            let root = std::path::Path::new("/sys/fs/cgroup").join(sub);
-            // From the process's own group up to the hierarchy's root; a
-            // group named from outside a cgroup namespace is not there.
-            let mut dir = root.join(path);
-            loop {
-                let c = (!cpus.is_empty()).then(|| read(&dir.join(cpus))).flatten();
-                let q = quota.and_then(|q| {
-                    let v = read(&dir.join(q))?;
-                    if q == "cpu.max" {
-                        Some(v)
-                    } else {
-                        Some(format!(
-                            "{} {}",
-                            v.trim(),
-                            read(&dir.join("cpu.cfs_period_us"))?.trim()
-                        ))
-                    }
-                });
-                n = processors(n, c.as_deref(), q.as_deref());
-                if dir == root || !dir.pop() {
-                    break;
+        let root = std::path::Path::new("/sys/fs/cgroup").join(sub);
+        // From the process's own group up to the hierarchy's root; a group
+        // named from outside a cgroup namespace is not there.
+        let mut dir = root.join(path.trim_start_matches('/'));
+        loop {
+            let c = cpus.and_then(|f| read(&dir.join(f)));
+            let q = quota.and_then(|(f, period)| {
+                let q = read(&dir.join(f))?;
+                match period {
+                    None => Some(q),
+                    Some(p) => Some(format!("{} {}", q.trim(), read(&dir.join(p))?.trim())),
                 }
+            });
+            n = processors(n, c.as_deref(), q.as_deref());
+            if dir == root || !dir.pop() {
+                break;
             }
         }
     }
