@@ -336,13 +336,14 @@ fn varied_l_shows_its_realised_distribution_openmpi() {
             "L,o_s",
             "--values",
             "20us",
-            // Each sample is measured less the baseline's median one-way
-            // time, the median over the baseline runs; three runs outvote
-            // one disturbed run. Beside this file's other tests the
-            // one-way phase of a baseline was slowed throughout (15.9 us
-            // against a 0.75 us round trip), unseen by the PRTT checks, in
-            // 2 of 3 runs, and the realised median read 5-8 us: such a run
-            // is now repeated (Raw::oneway_excess).
+            // Each sample is measured less the native one-way time, the
+            // least of the baseline runs' medians (Baseline::center_oneway).
+            // Beside this file's other tests the one-way phase of a
+            // baseline was slowed throughout (15.9 us against a 0.75 us
+            // round trip) in 2 of 3 runs, and the realised median read
+            // 5-8 us; in a CI rehearsal two of three were slowed in both
+            // phases and it read 15.7 us. Such a run is repeated
+            // (Raw::oneway_excess), and three runs give the least a choice.
             "--baseline-runs",
             "3",
             "--reps",
