@@ -732,15 +732,10 @@ impl Baseline {
     /// The native one-way time 0 → 1, the zero of a varied L's realised
     /// distribution: the least of the baseline runs' median one-way
     /// times. Other processes only ever lengthen a one-way time, so the
-    /// least is the least disturbed, and a run is kept after two
-    /// disturbed repeats even if it is disturbed too. A median of the
-    /// runs took 14.8 µs off every realised sample when rank 1 was
-    /// descheduled through two of three baselines' one-way phases (14.8
-    /// and 16.5 µs against 0.44); the median of the runs whose one-way
-    /// time lay within `ONEWAY_OFF` of half their round trip took 6.6 µs
-    /// off in a CI rehearsal, where two baselines were slowed in both
-    /// phases alike (one-way 7.4 and 5.9 µs, round trips 9.5 and 17.2 µs,
-    /// the third 0.42 µs).
+    /// least is the least disturbed; a run is kept after two disturbed
+    /// repeats even if it is disturbed too, sometimes in both phases
+    /// alike, which no check against its round trip sees (the cases
+    /// seen: `calibrate/README.md`, and the unit test below).
     pub fn center_oneway(&self) -> f64 {
         self.runs
             .iter()
@@ -893,8 +888,10 @@ pub struct Spread {
     pub dist: String,
     /// What was measured per message.
     pub quantity: &'static str,
-    /// Added delay of each message, ns: the kernel's sample less the
-    /// baseline's median of the same quantity.
+    /// What each sample is measured from, as the report says it.
+    pub zero: &'static str,
+    /// Added delay of each message, ns: the kernel's sample less that
+    /// zero.
     pub samples: Vec<f64>,
     pub measured: Shape,
     /// What the distribution implies around the requested value,
@@ -936,10 +933,13 @@ pub fn spread_of(
     let Ok(xs) = raw.get(kind, 1, size, false) else {
         return Ok(None);
     };
-    let zero = if base_param == "oneway" {
-        base.center_oneway()
+    let (zero, from) = if base_param == "oneway" {
+        (
+            base.center_oneway(),
+            "the least of the baseline runs' median one-way times",
+        )
     } else {
-        base.center(base_param)
+        (base.center(base_param), "the baseline's median")
     };
     if !zero.is_finite() {
         return Ok(None);
@@ -951,6 +951,7 @@ pub fn spread_of(
     Ok(Some(Spread {
         dist: dist.to_string(),
         quantity,
+        zero: from,
         samples,
         measured,
         implied: Shape::implied(&d, value),

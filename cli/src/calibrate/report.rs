@@ -446,14 +446,7 @@ fn spread_table(s: &mut String, k: &KnobResult) {
     let _ = writeln!(
         s,
         "Each cell: measured / implied, µs. Measured, per message: the {}, less {} (native), so the shim's own cost is in it; implied: {} around the requested value, truncated at zero (a draw below zero is drawn again). Plot: dist-{}.svg.\n",
-        first.quantity,
-        if k.knob.name == "L" {
-            "the least of the baseline runs' median one-way times"
-        } else {
-            "the baseline's median"
-        },
-        first.dist,
-        k.knob.name
+        first.quantity, first.zero, first.dist, k.knob.name
     );
 }
 
