@@ -1,6 +1,8 @@
 /* coll_bench: time per collective call, osu_allreduce style, any number of
  * ranks. Prints one line of key=value (microseconds):
  *   allreduce_8     MPI_Allreduce of one double (8 B, MPI_SUM)
+ *   allreduce_2k, allreduce_16k   of 256 and 2048 doubles (where the
+ *                   shim's Allreduce changes algorithm)
  *   allreduce_64k   MPI_Allreduce of 8192 doubles (64 KiB, MPI_SUM)
  *   allreduce_1m    MPI_Allreduce of 131072 doubles (1 MiB, MPI_SUM), its
  *                   buffers allocated after MPI_Init as an application's
@@ -62,13 +64,16 @@ int main(int argc, char **argv) {
   for (int i = 0; i < big; i++) in[i] = rank + i;
   double a8 = timed(0, 1, calls, batches, in, out);
   /* 64 KiB takes far longer per call: fewer calls keep the run short. */
+  double a2k = timed(0, 256, calls, batches, in, out);
+  double a16k = timed(0, 2048, calls / 4 > 0 ? calls / 4 : 1, batches, in, out);
   double a64 = timed(0, 8192, calls / 10 > 0 ? calls / 10 : 1, batches, in, out);
   double a1m = timed(0, big, calls / 50 > 0 ? calls / 50 : 1, batches, in, out);
   double b8 = timed(1, 1, calls, batches, in, out);
   double bar = timed(2, 0, calls, batches, in, out);
   if (rank == 0)
-    printf("allreduce_8=%.4f allreduce_64k=%.4f allreduce_1m=%.3f bcast_8=%.4f barrier=%.4f\n", a8, a64,
-           a1m, b8, bar);
+    printf("allreduce_8=%.4f allreduce_2k=%.4f allreduce_16k=%.4f allreduce_64k=%.4f "
+           "allreduce_1m=%.3f bcast_8=%.4f barrier=%.4f\n",
+           a8, a2k, a16k, a64, a1m, b8, bar);
   free(in);
   free(out);
   MPI_Finalize();

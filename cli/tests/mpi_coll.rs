@@ -91,6 +91,7 @@ const PROFILES: &[&[(&str, &str)]] = &[
     ],
     &[
         ("LOGGP_COLL_BARRIER", "linear"),
+        ("LOGGP_COLL_ALLREDUCE", "rabenseifner"),
         ("LOGGP_COLL_BCAST", "pipeline:1KiB"),
         ("LOGGP_COLL_REDUCE", "pipeline:1KiB"),
         ("LOGGP_COLL_ALLGATHER", "recursive_doubling"),
@@ -115,7 +116,7 @@ fn algorithms(mpi: Mpi) {
         for np in [3, 4] {
             check(mpi, np, Via::Direct, &vars);
         }
-        if i == 0 {
+        if i <= 1 {
             check(mpi, 5, Via::Direct, &vars);
         }
     }
@@ -188,6 +189,9 @@ fn nonblocking(mpi: Mpi) {
     let mut forced = vec![("LOGGP_VT", "on")];
     forced.extend_from_slice(PROFILES[0]);
     check_prog(mpi, "coll_nb", 4, Via::Direct, &forced);
+    let mut forced = vec![("LOGGP_VT", "on")];
+    forced.extend_from_slice(PROFILES[1]);
+    check_prog(mpi, "coll_nb", 5, Via::Direct, &forced);
     for np in [2, 4, 5] {
         check_prog(mpi, "icoll", np, Via::Direct, &[("LOGGP_VT", "on")]);
     }

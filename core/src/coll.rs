@@ -33,6 +33,9 @@ pub enum Alg {
     ReduceBcast,
     /// Reduce_scatter(_block) as a binomial Reduce to rank 0 and a Scatter(v).
     ReduceScatter,
+    /// Allreduce as a reduce-scatter by recursive halving and an Allgather
+    /// by recursive doubling (Rabenseifner; `sched::rabenseifner`).
+    Rabenseifner,
 }
 
 impl Alg {
@@ -50,6 +53,7 @@ impl Alg {
             Alg::Pairwise => "pairwise",
             Alg::ReduceBcast => "reduce_bcast",
             Alg::ReduceScatter => "reduce_scatter",
+            Alg::Rabenseifner => "rabenseifner",
         }
     }
 }
@@ -124,7 +128,7 @@ const SPECS: [Spec; N_OPS] = [
     Spec {
         op: Op::Allreduce,
         var: "LOGGP_COLL_ALLREDUCE",
-        algs: &[RecursiveDoubling, ReduceBcast],
+        algs: &[RecursiveDoubling, ReduceBcast, Rabenseifner],
         seg: false,
     },
     Spec {
@@ -333,6 +337,42 @@ fn parse_choice(spec: &Spec, v: &str) -> Result<Choice, String> {
     Ok(Choice { alg, seg })
 }
 
+/// The algorithm that runs `op` of `bytes` on `p` ranks: `ch` unless it
+/// says `auto`, then the default.
+pub fn resolve(op: Op, ch: Choice, bytes: usize, p: usize) -> Choice {
+    if ch.alg != Alg::Auto {
+        return ch;
+    }
+    let big = |alg| Choice {
+        alg,
+        // Segment only large messages (pipelining through the tree).
+        seg: if bytes > 1 << 20 { 128 << 10 } else { 0 },
+    };
+    let plain = |alg| Choice { alg, seg: 0 };
+    match op {
+        Op::Barrier => plain(Alg::Bruck),
+        Op::Bcast | Op::Reduce => big(Alg::Binomial),
+        // Rabenseifner's sends 2·(P−1)/P of the message where recursive
+        // doubling sends all of it log2 P times, in log2 P more steps.
+        // Through the shim at zero knobs on 16 cores (Open MPI 4.1.6;
+        // README, "Collectives") it was the faster from 16 KiB at 16 ranks
+        // (equal at 8), and at 2 to 8 ranks from 64 KiB (equal at 4; half
+        // the time at 1 MiB).
+        Op::Allreduce if bytes >= 64 << 10 || (bytes >= 16 << 10 && p >= 8) => {
+            plain(Alg::Rabenseifner)
+        }
+        Op::Allreduce | Op::Scan | Op::Exscan => plain(Alg::RecursiveDoubling),
+        Op::Gather | Op::Scatter => plain(Alg::Binomial),
+        Op::Allgather if p.is_power_of_two() => plain(Alg::RecursiveDoubling),
+        Op::Allgather | Op::Allgatherv => plain(Alg::Ring),
+        Op::Alltoall | Op::Alltoallv => plain(Alg::Pairwise),
+        Op::Gatherv | Op::Scatterv => plain(Alg::Linear),
+        Op::Alltoallw => plain(Alg::Pairwise),
+        Op::Neighbor => plain(Alg::Linear),
+        Op::ReduceScatterBlock | Op::ReduceScatter => plain(Alg::ReduceScatter),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,5 +431,28 @@ mod tests {
         let e = cfg(&[("LOGGP_COLL_BCASTT", "binomial")]).unwrap_err();
         assert!(e.contains("unknown variable"), "{e}");
         assert!(cfg(&[("LOGGP_COLL_ALL", "maybe")]).is_err());
+    }
+
+    #[test]
+    fn auto_picks_rabenseifner_for_large_allreduce_only() {
+        let auto = AUTO;
+        let alg = |bytes, p| resolve(Op::Allreduce, auto, bytes, p).alg;
+        assert_eq!(alg(8, 16), Alg::RecursiveDoubling);
+        assert_eq!(alg(16 << 10, 4), Alg::RecursiveDoubling);
+        assert_eq!(alg(16 << 10, 8), Alg::Rabenseifner);
+        assert_eq!(alg(64 << 10, 2), Alg::Rabenseifner);
+        assert_eq!(
+            resolve(Op::Scan, auto, 1 << 20, 16).alg,
+            Alg::RecursiveDoubling
+        );
+        // A forced choice stays.
+        let rd = Choice {
+            alg: Alg::RecursiveDoubling,
+            seg: 0,
+        };
+        assert_eq!(resolve(Op::Allreduce, rd, 1 << 20, 16), rd);
+        // Bcast segments above 1 MiB only.
+        assert_eq!(resolve(Op::Bcast, auto, 1 << 20, 4).seg, 0);
+        assert_eq!(resolve(Op::Bcast, auto, (1 << 20) + 1, 4).seg, 128 << 10);
     }
 }

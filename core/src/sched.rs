@@ -238,6 +238,87 @@ pub fn doubling_allreduce(r: usize, p: usize) -> Doubling {
     }
 }
 
+/// One step of Rabenseifner's reduce-scatter by recursive halving (the
+/// Allreduce of Thakur, Rabenseifner and Gropp 2005, §4.4; MPICH's
+/// `reduce_scatter_allgather`): the message is cut into `pof2(p)` blocks
+/// (see [`block_start`]); a rank sends the blocks `give` to `peer`,
+/// receives the blocks `keep` from it and reduces them into its own. The
+/// Allgather that follows runs the steps backwards: it sends `keep` (by
+/// then the final result there) and receives `give`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Halving {
+    /// The partner, a rank of the communicator.
+    pub peer: usize,
+    /// Blocks `[a, b)` this rank receives and reduces into its own.
+    pub keep: (usize, usize),
+    /// Blocks `[a, b)` it sends (the partner's `keep`).
+    pub give: (usize, usize),
+    /// True when this rank's partial result comes first in rank order
+    /// (`mine op theirs`); false for `theirs op mine`.
+    pub mine_first: bool,
+}
+
+/// A rank's part in Rabenseifner's Allreduce over `p` ranks: the ranks
+/// fold as in [`doubling_allreduce`] (an extra gives its input to the odd
+/// rank above it and gets the result back), and the `pof2(p)` others halve
+/// then double. Step k pairs new ranks `nr` and `nr ^ 2^k`; the lower keeps
+/// the lower half of the blocks both hold. After the last step a rank
+/// holds one block reduced over every rank, in rank order: each partial
+/// result covers a contiguous run of ranks, the lower run first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Halvings {
+    Extra {
+        partner: usize,
+    },
+    Core {
+        extra: Option<usize>,
+        steps: Vec<Halving>,
+    },
+}
+
+pub fn rabenseifner(r: usize, p: usize) -> Halvings {
+    let q = pof2(p);
+    let rem = p - q;
+    let nr = if r < 2 * rem {
+        if r.is_multiple_of(2) {
+            return Halvings::Extra { partner: r + 1 };
+        }
+        r / 2
+    } else {
+        r - rem
+    };
+    let real = |nd: usize| if nd < rem { nd * 2 + 1 } else { nd + rem };
+    let (mut lo, mut hi) = (0, q);
+    let steps = hypercube(nr, q)
+        .map(|(m, nd)| {
+            let mid = lo + (hi - lo) / 2;
+            let lower = nr & m == 0;
+            let (keep, give) = if lower {
+                ((lo, mid), (mid, hi))
+            } else {
+                ((mid, hi), (lo, mid))
+            };
+            (lo, hi) = keep;
+            Halving {
+                peer: real(nd),
+                keep,
+                give,
+                mine_first: lower,
+            }
+        })
+        .collect();
+    Halvings::Core {
+        extra: (r < 2 * rem).then(|| r - 1),
+        steps,
+    }
+}
+
+/// First element of block `b` of `n` elements cut into `q` blocks, the
+/// first `n % q` one element longer (`b = q` gives `n`).
+pub fn block_start(b: usize, n: usize, q: usize) -> usize {
+    b * (n / q) + b.min(n % q)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,5 +518,116 @@ mod tests {
             }
         );
         assert_eq!(doubling_barrier(5, 6), Doubling::Extra { partner: 1 });
+    }
+
+    #[test]
+    fn rabenseifner_partners_agree_and_every_block_ends_somewhere() {
+        for p in 1..=17 {
+            let q = pof2(p);
+            let roles: Vec<_> = (0..p).map(|r| rabenseifner(r, p)).collect();
+            let mut owned = vec![0; q];
+            for (r, role) in roles.iter().enumerate() {
+                match role {
+                    Halvings::Extra { partner } => {
+                        let Halvings::Core { extra, .. } = &roles[*partner] else {
+                            panic!("p={p}: extra {r} folds into an extra");
+                        };
+                        assert_eq!(*extra, Some(r));
+                    }
+                    Halvings::Core { extra, steps } => {
+                        if let Some(e) = extra {
+                            assert_eq!(roles[*e], Halvings::Extra { partner: r });
+                        }
+                        assert_eq!(steps.len(), q.trailing_zeros() as usize);
+                        for (k, s) in steps.iter().enumerate() {
+                            let Halvings::Core { steps: theirs, .. } = &roles[s.peer] else {
+                                panic!("p={p}: {r} exchanges with an extra");
+                            };
+                            let t = theirs[k];
+                            assert_eq!((t.peer, t.keep, t.give), (r, s.give, s.keep));
+                            assert_eq!(t.mine_first, !s.mine_first);
+                            assert_eq!(s.mine_first, r < s.peer, "rank order p={p}");
+                        }
+                        let last = steps.last().map_or((0, 1), |s| s.keep);
+                        assert_eq!(last.1 - last.0, 1);
+                        owned[last.0] += 1;
+                    }
+                }
+            }
+            assert!(owned.iter().all(|&o| o == 1), "p={p}: {owned:?}");
+        }
+    }
+
+    /// The whole Allreduce on strings, with concatenation as the operation
+    /// (not commutative): every rank ends with every block equal to the
+    /// ranks' inputs in rank order.
+    #[test]
+    fn rabenseifner_reduces_in_rank_order() {
+        for p in 1..=17 {
+            let q = pof2(p);
+            for n in [q, q + 1, 2 * q + 3] {
+                let mut data: Vec<Vec<String>> = (0..p)
+                    .map(|r| (0..n).map(|_| format!("{r},")).collect())
+                    .collect();
+                let roles: Vec<_> = (0..p).map(|r| rabenseifner(r, p)).collect();
+                let el = |b: (usize, usize)| block_start(b.0, n, q)..block_start(b.1, n, q);
+                for (r, role) in roles.iter().enumerate() {
+                    if let Halvings::Core { extra: Some(e), .. } = role {
+                        let theirs = data[*e].clone();
+                        for (x, t) in data[r].iter_mut().zip(theirs) {
+                            *x = t + x;
+                        }
+                    }
+                }
+                let k_max = q.trailing_zeros() as usize;
+                for k in 0..k_max {
+                    let before = data.clone();
+                    for (r, role) in roles.iter().enumerate() {
+                        let Halvings::Core { steps, .. } = role else {
+                            continue;
+                        };
+                        let s = steps[k];
+                        for i in el(s.keep) {
+                            let t = &before[s.peer][i];
+                            data[r][i] = if s.mine_first {
+                                before[r][i].clone() + t
+                            } else {
+                                t.clone() + &before[r][i]
+                            };
+                        }
+                    }
+                }
+                for k in (0..k_max).rev() {
+                    let before = data.clone();
+                    for (r, role) in roles.iter().enumerate() {
+                        let Halvings::Core { steps, .. } = role else {
+                            continue;
+                        };
+                        let s = steps[k];
+                        for i in el(s.give) {
+                            data[r][i] = before[s.peer][i].clone();
+                        }
+                    }
+                }
+                for (r, role) in roles.iter().enumerate() {
+                    if let Halvings::Extra { partner } = role {
+                        data[r] = data[*partner].clone();
+                    }
+                }
+                let want: String = (0..p).map(|r| format!("{r},")).collect();
+                for (r, d) in data.iter().enumerate() {
+                    assert!(d.iter().all(|x| *x == want), "p={p} n={n} rank {r}: {d:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_cover_the_message() {
+        assert_eq!(block_start(0, 10, 4), 0);
+        assert_eq!(block_start(1, 10, 4), 3);
+        assert_eq!(block_start(2, 10, 4), 6);
+        assert_eq!(block_start(3, 10, 4), 8);
+        assert_eq!(block_start(4, 10, 4), 10);
     }
 }

@@ -15,7 +15,7 @@ use super::ctx::{commutative, count, reduce_local, Ctx, Tmp, Ty, R};
 use crate::abi::{self, Datatype, Op, Request};
 use loggp_core::coll::{Alg, Choice};
 use loggp_core::sched::{
-    self, binomial_parent, segments, subtree_end, to_real, to_virtual, tree, Doubling,
+    self, binomial_parent, segments, subtree_end, to_real, to_virtual, tree, Doubling, Halvings,
 };
 use std::ffi::{c_int, c_void};
 
@@ -262,6 +262,11 @@ pub async unsafe fn allreduce(
             reduce(c, bin, inbuf, out, n, dt, op, 0).await?;
             return bcast(c, bin, out, n, dt, 0).await;
         }
+        // Rabenseifner's needs an element per block: fewer elements than
+        // pof2(p) run the recursive doubling.
+        if alg == Alg::Rabenseifner && n >= sched::pof2(p) {
+            return rabenseifner(c, inbuf, out, n, dt, op).await;
+        }
         // Recursive doubling (MPICH's; rank order kept for any op): the first
         // 2·rem ranks pair up so that a power of two takes part.
         let t = Ty::of(dt);
@@ -293,6 +298,79 @@ pub async unsafe fn allreduce(
             }
         }
         c.copy(acc.p(), n, dt, out, n, dt)
+    }
+}
+
+/// Rabenseifner's Allreduce (`sched::rabenseifner`), worked in `out`: a
+/// reduce-scatter by recursive halving, then an Allgather by recursive
+/// doubling. Each rank sends and reduces 2·(P−1)/P of the message where
+/// recursive doubling sends and reduces log2 P times all of it. `n` is at
+/// least pof2(p).
+async unsafe fn rabenseifner(
+    c: &Ctx,
+    inbuf: *const c_void,
+    out: *mut c_void,
+    n: usize,
+    dt: Datatype,
+    op: Op,
+) -> R {
+    unsafe {
+        let (p, r) = (c.p(), c.r());
+        let q = sched::pof2(p);
+        let (extra, steps) = match sched::rabenseifner(r, p) {
+            Halvings::Extra { partner } => {
+                c.send(inbuf, n, dt, partner).await?;
+                return c.recv(out, n, dt, partner).await;
+            }
+            Halvings::Core { extra, steps } => (extra, steps),
+        };
+        let t = Ty::of(dt);
+        let at = |b: usize| t.at(out, sched::block_start(b, n, q));
+        let len =
+            |(a, b): (usize, usize)| sched::block_start(b, n, q) - sched::block_start(a, n, q);
+        c.copy(inbuf, n, dt, out, n, dt)?;
+        let Some(first) = steps.first() else {
+            return Ok(()); // one rank
+        };
+        let mut tmp = Tmp::new(&t, if extra.is_some() { n } else { len(first.keep) });
+        if let Some(e) = extra {
+            // The extra is the rank below: its input comes first.
+            c.recv(tmp.p(), n, dt, e).await?;
+            reduce_local(tmp.p(), out, n, dt, op)?;
+        }
+        // In rank order: `theirs op mine` reduces into place; `mine op
+        // theirs` does too where the operation commutes, else it is formed
+        // in `tmp` and copied back.
+        let commutes = commutative(op);
+        for s in &steps {
+            let (k, mine) = (len(s.keep), at(s.keep.0));
+            c.sendrecv(
+                at(s.give.0),
+                len(s.give),
+                dt,
+                s.peer,
+                tmp.p(),
+                k,
+                dt,
+                s.peer,
+            )
+            .await?;
+            if s.mine_first && !commutes {
+                reduce_local(mine, tmp.p(), k, dt, op)?;
+                c.copy(tmp.p(), k, dt, mine, k, dt)?;
+            } else {
+                reduce_local(tmp.p(), mine, k, dt, op)?;
+            }
+        }
+        for s in steps.iter().rev() {
+            let (g, k) = (len(s.give), len(s.keep));
+            c.sendrecv(at(s.keep.0), k, dt, s.peer, at(s.give.0), g, dt, s.peer)
+                .await?;
+        }
+        if let Some(e) = extra {
+            c.send(out, n, dt, e).await?;
+        }
+        Ok(())
     }
 }
 

@@ -50,7 +50,7 @@ use crate::log;
 use crate::real;
 use algo::{Blk, Bufs, V, W};
 use ctx::{count, Ctx, R};
-use loggp_core::coll::{Alg, Choice, CollCfg, Op};
+use loggp_core::coll::{resolve, Alg, Choice, CollCfg, Op};
 use std::ffi::{c_char, c_int, c_void};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Mutex, OnceLock};
@@ -651,32 +651,6 @@ unsafe fn run(op: Op, name: &str, comm: Comm, f: impl FnOnce(&Ctx, Choice) -> R)
             Ok(()) => abi::SUCCESS,
             Err(rc) => raise(comm, rc, name),
         })
-    }
-}
-
-/// The default algorithm when the variable says `auto`.
-fn resolve(op: Op, ch: Choice, bytes: usize, p: usize) -> Choice {
-    if ch.alg != Alg::Auto {
-        return ch;
-    }
-    let big = |alg| Choice {
-        alg,
-        // Segment only large messages (pipelining through the tree).
-        seg: if bytes > 1 << 20 { 128 << 10 } else { 0 },
-    };
-    let plain = |alg| Choice { alg, seg: 0 };
-    match op {
-        Op::Barrier => plain(Alg::Bruck),
-        Op::Bcast | Op::Reduce => big(Alg::Binomial),
-        Op::Allreduce | Op::Scan | Op::Exscan => plain(Alg::RecursiveDoubling),
-        Op::Gather | Op::Scatter => plain(Alg::Binomial),
-        Op::Allgather if p.is_power_of_two() => plain(Alg::RecursiveDoubling),
-        Op::Allgather | Op::Allgatherv => plain(Alg::Ring),
-        Op::Alltoall | Op::Alltoallv => plain(Alg::Pairwise),
-        Op::Gatherv | Op::Scatterv => plain(Alg::Linear),
-        Op::Alltoallw => plain(Alg::Pairwise),
-        Op::Neighbor => plain(Alg::Linear),
-        Op::ReduceScatterBlock | Op::ReduceScatter => plain(Alg::ReduceScatter),
     }
 }
 

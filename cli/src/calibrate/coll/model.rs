@@ -133,7 +133,8 @@ impl Coll {
     }
 
     /// The shim's algorithm for this operation, forced with [`Coll::var`]
-    /// (these are also the shim's defaults for unsegmented messages).
+    /// (these are also the shim's defaults for unsegmented messages, but
+    /// for Allreduce from 16 KiB, which runs Rabenseifner's by default).
     pub fn alg(self) -> &'static str {
         match self {
             Coll::Barrier => "bruck",
