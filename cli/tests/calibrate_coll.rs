@@ -16,6 +16,8 @@
 //!   below 40 µs (up to three attempts: noise only makes a run slower, a
 //!   shim that does not delay the collective misses the lower bound on
 //!   every attempt). Parameters come from `--params`, which is tested too.
+//! * Allreduce of 64 KiB at P = 2 runs (and is predicted as) Rabenseifner's,
+//!   two rounds: L = +20 µs measures 32 to 60 µs against 40 predicted.
 //! * Bad input stops before any job, with one line naming the option.
 
 mod common;
@@ -229,6 +231,71 @@ fn bcast_latency(mpi: &str) {
         }
     });
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Allreduce of 64 KiB at P = 2 runs Rabenseifner's by default (one
+/// halving and one doubling round, each one message on the critical path):
+/// the report names it, predicts Δ = 2 L, and L = +20 µs measures 32 to
+/// 60 µs (a knob applied once per round; twice would be 80).
+fn allreduce_rabenseifner(mpi: &str) {
+    let dir = out_dir(&format!("rab-{mpi}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let params = dir.join("params.json");
+    std::fs::write(
+        &params,
+        r#"{"params": {"L": 300, "o_s": 200, "o_r": 150, "g_s": 150, "g_r": 100, "G": 0.1}}"#,
+    )
+    .unwrap();
+    let out = dir.join("out");
+    retry(
+        3,
+        &format!("{mpi}: L = 20 us on a 64 KiB Allreduce at P = 2"),
+        || {
+            let o = run(&[
+                "--mpi",
+                mpi,
+                "--np",
+                "2",
+                "--ops",
+                "allreduce",
+                "--sizes",
+                "64KiB",
+                "--knob",
+                "L=20us",
+                "--reps",
+                "20",
+                "--params",
+                params.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            check(&o, "calibrate --collectives (allreduce 64 KiB, L)");
+            let rows = csv(&out);
+            if rows.len() != 1 {
+                return Err(format!("expected one row, got {rows:?}"));
+            }
+            assert_eq!(rows[0]["algorithm"], "rabenseifner", "{:?}", rows[0]);
+            let pred = num(&rows[0], "delta_pred_ns");
+            assert!((pred - 40_000.0).abs() < 1.0, "predicted Δ {pred}");
+            let d = num(&rows[0], "delta_meas_ns") / 1e3;
+            if (32.0..60.0).contains(&d) {
+                Ok(format!("measured Δ {d:.2} µs"))
+            } else {
+                Err(format!("measured Δ {d:.2} µs, expected 32 to 60 µs"))
+            }
+        },
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn allreduce_rabenseifner_openmpi() {
+    allreduce_rabenseifner("openmpi");
+}
+
+#[test]
+fn allreduce_rabenseifner_mpich() {
+    allreduce_rabenseifner("mpich");
 }
 
 #[test]

@@ -843,7 +843,7 @@ mod tests {
         let s = describe(&v);
         assert_eq!(
             s,
-            "LOGGP_VT=on LOGGP_COLL_BCAST=binomial LOGGP_COLL_ALLREDUCE=recursive_doubling LOGGP_O_S=20us"
+            "LOGGP_VT=on LOGGP_COLL_BCAST=binomial LOGGP_COLL_ALLREDUCE=auto LOGGP_O_S=20us"
         );
     }
 }

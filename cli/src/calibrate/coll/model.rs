@@ -26,8 +26,8 @@
 //! collective at 0, nothing pending) until the last rank returns — what
 //! `calibrate/collbench.c` measures.
 
-use loggp_core::coll::Alg;
-use loggp_core::sched::{self, Doubling};
+use loggp_core::coll::{self as lcoll, Alg, Choice};
+use loggp_core::sched::{self, Doubling, Halvings};
 
 /// LogGP parameters in ns (`big_g` and `gamma` in ns per byte).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -132,15 +132,26 @@ impl Coll {
         Coll::ALL.into_iter().find(|c| c.name() == s)
     }
 
-    /// The shim's algorithm for this operation, forced with [`Coll::var`]
-    /// (these are also the shim's defaults for unsegmented messages, but
-    /// for Allreduce from 16 KiB, which runs Rabenseifner's by default).
+    /// The value the check sets [`Coll::var`] to, so that the prediction
+    /// describes what ran whatever the user's environment says: the
+    /// shim's defaults for unsegmented messages, and for Allreduce `auto`,
+    /// whose choice by size the model makes too ([`allreduce_alg`], from
+    /// the same `loggp_core::coll::resolve`).
     pub fn alg(self) -> &'static str {
         match self {
             Coll::Barrier => "bruck",
             Coll::Bcast | Coll::Reduce => "binomial",
-            Coll::Allreduce => "recursive_doubling",
+            Coll::Allreduce => "auto",
             Coll::Alltoall => "pairwise",
+        }
+    }
+
+    /// The algorithm that runs this operation on `p` ranks with `size`
+    /// bytes (the name in the report).
+    pub fn alg_at(self, p: usize, size: u64) -> &'static str {
+        match self {
+            Coll::Allreduce => allreduce_alg(p, size).name(),
+            _ => self.alg(),
         }
     }
 
@@ -157,6 +168,22 @@ impl Coll {
     /// True for the operations that apply a reduction (γ term).
     pub fn reduces(self) -> bool {
         matches!(self, Coll::Reduce | Coll::Allreduce)
+    }
+}
+
+/// The shim's Allreduce of `size` bytes of doubles (the kernel's
+/// MPI_DOUBLE) on `p` ranks: its default for that size
+/// (`loggp_core::coll::resolve`), where Rabenseifner's falls back to
+/// recursive doubling below one element per block (`shim/src/coll/algo.rs`).
+pub fn allreduce_alg(p: usize, size: u64) -> Alg {
+    let auto = Choice {
+        alg: Alg::Auto,
+        seg: 0,
+    };
+    let bytes = usize::try_from(size).unwrap_or(usize::MAX);
+    match lcoll::resolve(lcoll::Op::Allreduce, auto, bytes, p).alg {
+        Alg::Rabenseifner if (size / 8) as usize >= sched::pof2(p) => Alg::Rabenseifner,
+        _ => Alg::RecursiveDoubling,
     }
 }
 
@@ -231,16 +258,32 @@ impl Sim {
         from: impl Fn(usize) -> usize,
         reduce: bool,
     ) {
+        let red = if reduce { size } else { 0 };
+        self.exchange_sized(who, |r| (to(r), size), from, |_| red);
+    }
+
+    /// [`Sim::exchange`] with a size per sender (`to(r)` gives the partner
+    /// and the bytes sent) and `reduced(r)` bytes reduced at `r` after its
+    /// receive (0: none).
+    fn exchange_sized(
+        &mut self,
+        who: &[usize],
+        to: impl Fn(usize) -> (usize, u64),
+        from: impl Fn(usize) -> usize,
+        reduced: impl Fn(usize) -> u64,
+    ) {
         let p = self.t.len();
         let mut arr = vec![f64::NAN; p];
         for &r in who {
-            arr[to(r)] = self.isend(r, size);
+            let (d, size) = to(r);
+            arr[d] = self.isend(r, size);
         }
         for &r in who {
             self.recv(r, arr[r]);
             debug_assert!(from(r) < p);
-            if reduce {
-                self.reduce_local(r, size);
+            let red = reduced(r);
+            if red > 0 {
+                self.reduce_local(r, red);
             }
             self.wait_sends(r);
         }
@@ -313,6 +356,9 @@ pub fn predict(op: Coll, p: usize, size: u64, m: &Machine) -> f64 {
                 }
             }
         }
+        Coll::Allreduce if allreduce_alg(p, size) == Alg::Rabenseifner => {
+            rabenseifner(&mut s, p, size);
+        }
         // MPICH's recursive doubling: the first 2·rem ranks fold pairwise
         // (even → odd), log2(pof2) rounds of exchange among pof2 ranks,
         // then the odd ones send the result back.
@@ -354,6 +400,60 @@ pub fn predict(op: Coll, p: usize, size: u64, m: &Machine) -> f64 {
     s.finish()
 }
 
+/// Rabenseifner's Allreduce of `size` bytes of doubles
+/// (`sched::rabenseifner`): the fold as in recursive doubling, log2(pof2)
+/// rounds of halving, each sending the blocks given and reducing the
+/// blocks kept, the same rounds backwards sending the blocks kept, then the
+/// result back to the extras.
+fn rabenseifner(s: &mut Sim, p: usize, size: u64) {
+    let (q, n) = (sched::pof2(p), (size / 8) as usize);
+    let bytes = |(a, b): (usize, usize)| {
+        8 * (sched::block_start(b, n, q) - sched::block_start(a, n, q)) as u64
+    };
+    let roles: Vec<Halvings> = (0..p).map(|r| sched::rabenseifner(r, p)).collect();
+    for (r, role) in roles.iter().enumerate() {
+        if let Halvings::Extra { partner } = *role {
+            let a = s.send(r, size);
+            s.recv(partner, a);
+            s.reduce_local(partner, size);
+        }
+    }
+    let steps: Vec<&[sched::Halving]> = roles
+        .iter()
+        .map(|role| match role {
+            Halvings::Core { steps, .. } => steps.as_slice(),
+            Halvings::Extra { .. } => &[],
+        })
+        .collect();
+    let who: Vec<usize> = (0..p).filter(|&r| !steps[r].is_empty()).collect();
+    let rounds = steps.iter().map(|x| x.len()).max().unwrap_or(0);
+    let step = |r: usize, k: usize| steps[r][k];
+    for k in 0..rounds {
+        let h = |r: usize| step(r, k);
+        s.exchange_sized(
+            &who,
+            |r| (h(r).peer, bytes(h(r).give)),
+            |r| h(r).peer,
+            |r| bytes(h(r).keep),
+        );
+    }
+    for k in (0..rounds).rev() {
+        let h = |r: usize| step(r, k);
+        s.exchange_sized(
+            &who,
+            |r| (h(r).peer, bytes(h(r).keep)),
+            |r| h(r).peer,
+            |_| 0,
+        );
+    }
+    for (r, role) in roles.iter().enumerate() {
+        if let Halvings::Core { extra: Some(e), .. } = *role {
+            let a = s.send(r, size);
+            s.recv(e, a);
+        }
+    }
+}
+
 /// The closed form of the paper's LogGP row for the shim's algorithm,
 /// with `2·o` read as `o_s + o_r` and `g` dropped (see the module doc):
 /// defined where its assumptions hold — P a power of two (Barrier and
@@ -381,6 +481,8 @@ pub fn closed_form(op: Coll, p: usize, size: u64, m: &Machine) -> Option<f64> {
         // Table 2 binomial (n_s = 1): ⌈log2 P⌉ (L + 2o + (m−1)G).
         // Table 3 binomial (n_s = 1): ⌈log2 P⌉ (o + L + (m−1)G + max{g, o + γm}).
         // Allreduce (not in the tables): log2 P rounds like Reduce's.
+        // Rabenseifner's Allreduce: in no table.
+        Coll::Allreduce if allreduce_alg(p, size) == Alg::Rabenseifner => None,
         Coll::Bcast | Coll::Reduce | Coll::Allreduce if p.is_power_of_two() => {
             Some(k * (round + red))
         }
@@ -449,6 +551,31 @@ mod tests {
         for op in Coll::ALL {
             assert!(closed_form(op, 8, 8, &m).is_some(), "{op:?}");
         }
+    }
+
+    #[test]
+    fn allreduce_follows_the_shims_default() {
+        assert_eq!(Coll::Allreduce.alg_at(16, 16384), "rabenseifner");
+        assert_eq!(Coll::Allreduce.alg_at(4, 16384), "recursive_doubling");
+        assert_eq!(Coll::Allreduce.alg_at(2, 65536), "rabenseifner");
+        assert_eq!(Coll::Allreduce.alg_at(16, 8), "recursive_doubling");
+        assert_eq!(Coll::Bcast.alg_at(16, 1 << 20), "binomial");
+        // Rabenseifner's, P = 2, 64 KiB of doubles: one halving round (32
+        // KiB each way, 32 KiB reduced), one doubling round (32 KiB).
+        let m = mach();
+        let h = 470.0 + 32767.0 * 0.01;
+        assert!(close(
+            predict(Coll::Allreduce, 2, 65536, &m),
+            2.0 * h + 32768.0 * 0.05
+        ));
+        // It moves less than recursive doubling where bandwidth dominates:
+        // at P = 16, 1 MiB, 2·15/16 of the message against 4 times it.
+        let slow = Machine { big_g: 1.0, ..m };
+        let rab = predict(Coll::Allreduce, 16, 1 << 20, &slow);
+        assert!(
+            rab < 2.0 * (1u64 << 20) as f64 && rab > 1.8 * (1u64 << 20) as f64,
+            "{rab}"
+        );
     }
 
     #[test]

@@ -105,7 +105,7 @@ pub fn markdown(c: &Check) -> String {
                 vec![
                     r.p.to_string(),
                     r.op.name().into(),
-                    r.op.alg().into(),
+                    r.op.alg_at(r.p as usize, r.size).into(),
                     r.size.to_string(),
                     us(r.base.median),
                     us(r.pred_base),
@@ -225,7 +225,7 @@ fn csv(c: &Check) -> String {
             c.opts.mpi.name(),
             r.p,
             r.op.name(),
-            r.op.alg(),
+            r.op.alg_at(r.p as usize, r.size),
             r.size,
             r.knob.param.name(),
             csv::field(&r.knob.text),
@@ -356,7 +356,7 @@ fn json(c: &Check) -> String {
             .map(|r| JsonRow {
                 p: r.p,
                 op: r.op.name(),
-                algorithm: r.op.alg(),
+                algorithm: r.op.alg_at(r.p as usize, r.size),
                 bytes: r.size,
                 knob: r.knob.param.name(),
                 knob_value: &r.knob.text,
