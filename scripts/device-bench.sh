@@ -7,8 +7,11 @@
 #      at zero and the pass-through) and MPICH 5.0 (virtual time at zero);
 #   3. scripts/bench-coll.sh at 16, 8 and 4 ranks: the library's own
 #      Allreduce algorithm (recursive doubling, Rabenseifner's) beside the
-#      shim's, to tell the shim's cost per message from the algorithm.
-# Each part has its own timeout; the whole takes about 2 minutes there.
+#      shim's, to tell the shim's cost per message from the algorithm;
+#   4. the collective model check at P = 2, 4, 8, 16 (Open MPI; sizes up to
+#      64 KiB, so Rabenseifner's Allreduce is checked too), its report in
+#      $OUT/coll.txt and its directory in $OUT/coll.tgz.
+# Each part has its own timeout; the whole takes about 2-3 minutes there.
 set -u
 cd "$(dirname "$0")/.."
 source .device-bundle/setup.sh
@@ -40,4 +43,8 @@ M=MPIR_CVAR_DEVICE_COLLECTIVES=none,MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM
 el "bench-coll mpich np=16"
 NP=16 ROUNDS=3 timeout 120 scripts/bench-coll.sh mpich native= n_rd=$M=recursive_doubling \
   n_rab=$M=reduce_scatter_allgather vt=shim vt_rd=shim,LOGGP_COLL_ALLREDUCE=recursive_doubling >>"$log" 2>&1
+el "calibrate --collectives --np 2,4,8,16"
+(cd .device-bundle && timeout 200 target/release/loggp calibrate --collectives --np 2,4,8,16 --quick \
+  --sizes 8,1024,16KiB,64KiB --out /tmp/loggp-coll >"$out/coll.txt" 2>&1; echo "rc=$?" >>"$out/coll.txt")
+tar czf "$out/coll.tgz" -C /tmp loggp-coll 2>/dev/null
 el done
