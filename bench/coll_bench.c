@@ -7,6 +7,7 @@
  *   allreduce_1m    MPI_Allreduce of 131072 doubles (1 MiB, MPI_SUM), its
  *                   buffers allocated after MPI_Init as an application's
  *   bcast_8         MPI_Bcast of 8 B from rank 0
+ *   bcast_2k, bcast_64k   of 2 KiB and 64 KiB (doubles)
  *   barrier         MPI_Barrier
  * Each is timed as OSU Micro-Benchmarks 7.4 do: after a warm-up, a batch of
  * back-to-back calls between two barriers, its time on each rank divided
@@ -25,11 +26,11 @@ static double median(double *v, int n) {
   return v[(n - 1) / 2];
 }
 
-/* One collective, `op`: 0 Allreduce of `n` doubles, 1 Bcast of 8 B,
- * 2 Barrier. */
+/* One collective, `op`: 0 Allreduce of `n` doubles, 1 Bcast of `n`
+ * doubles, 2 Barrier. */
 static void call(int op, double *in, double *out, int n) {
   if (op == 0) MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  else if (op == 1) MPI_Bcast(in, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  else if (op == 1) MPI_Bcast(in, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   else MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -69,11 +70,13 @@ int main(int argc, char **argv) {
   double a64 = timed(0, 8192, calls / 10 > 0 ? calls / 10 : 1, batches, in, out);
   double a1m = timed(0, big, calls / 50 > 0 ? calls / 50 : 1, batches, in, out);
   double b8 = timed(1, 1, calls, batches, in, out);
+  double b2k = timed(1, 256, calls, batches, in, out);
+  double b64 = timed(1, 8192, calls / 10 > 0 ? calls / 10 : 1, batches, in, out);
   double bar = timed(2, 0, calls, batches, in, out);
   if (rank == 0)
     printf("allreduce_8=%.4f allreduce_2k=%.4f allreduce_16k=%.4f allreduce_64k=%.4f "
-           "allreduce_1m=%.3f bcast_8=%.4f barrier=%.4f\n",
-           a8, a2k, a16k, a64, a1m, b8, bar);
+           "allreduce_1m=%.3f bcast_8=%.4f bcast_2k=%.4f bcast_64k=%.4f barrier=%.4f\n",
+           a8, a2k, a16k, a64, a1m, b8, b2k, b64, bar);
   free(in);
   free(out);
   MPI_Finalize();

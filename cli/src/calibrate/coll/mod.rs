@@ -316,6 +316,13 @@ pub fn make_row(
             (t0.median - pred_base) / 1e3
         ));
     }
+    if op == Coll::Bcast && model::bcast_segmented(pu, size) {
+        applies = false;
+        notes.push(
+            "model does not apply: the shim's Bcast is segmented (128 KiB) above 1 MiB, the model sends it whole"
+                .into(),
+        );
+    }
     if t0.mostly_late || tk.mostly_late {
         applies = false;
         notes.push("most repetitions started late (ranks descheduled)".into());
@@ -843,7 +850,7 @@ mod tests {
         let s = describe(&v);
         assert_eq!(
             s,
-            "LOGGP_VT=on LOGGP_COLL_BCAST=binomial LOGGP_COLL_ALLREDUCE=auto LOGGP_O_S=20us"
+            "LOGGP_VT=on LOGGP_COLL_BCAST=auto LOGGP_COLL_ALLREDUCE=auto LOGGP_O_S=20us"
         );
     }
 }

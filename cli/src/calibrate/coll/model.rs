@@ -134,14 +134,15 @@ impl Coll {
 
     /// The value the check sets [`Coll::var`] to, so that the prediction
     /// describes what ran whatever the user's environment says: the
-    /// shim's defaults for unsegmented messages, and for Allreduce `auto`,
-    /// whose choice by size the model makes too ([`allreduce_alg`], from
-    /// the same `loggp_core::coll::resolve`).
+    /// shim's defaults for unsegmented messages, and for Bcast and
+    /// Allreduce `auto`, whose choice by size and ranks the model makes
+    /// too ([`bcast_alg`], [`allreduce_alg`], from the same
+    /// `loggp_core::coll::resolve`).
     pub fn alg(self) -> &'static str {
         match self {
             Coll::Barrier => "bruck",
-            Coll::Bcast | Coll::Reduce => "binomial",
-            Coll::Allreduce => "auto",
+            Coll::Reduce => "binomial",
+            Coll::Bcast | Coll::Allreduce => "auto",
             Coll::Alltoall => "pairwise",
         }
     }
@@ -150,6 +151,7 @@ impl Coll {
     /// bytes (the name in the report).
     pub fn alg_at(self, p: usize, size: u64) -> &'static str {
         match self {
+            Coll::Bcast => bcast_alg(p, size).name(),
             Coll::Allreduce => allreduce_alg(p, size).name(),
             _ => self.alg(),
         }
@@ -171,17 +173,32 @@ impl Coll {
     }
 }
 
+fn auto_choice(op: lcoll::Op, p: usize, size: u64) -> Choice {
+    let auto = Choice {
+        alg: Alg::Auto,
+        seg: 0,
+    };
+    lcoll::resolve(op, auto, usize::try_from(size).unwrap_or(usize::MAX), p)
+}
+
+/// The tree of the shim's Bcast of `size` bytes on `p` ranks, its default
+/// (`loggp_core::coll::resolve`): binary or binomial.
+pub fn bcast_alg(p: usize, size: u64) -> Alg {
+    auto_choice(lcoll::Op::Bcast, p, size).alg
+}
+
+/// True where the shim's default Bcast of `size` bytes is segmented (above
+/// 1 MiB), which the model does not evaluate.
+pub fn bcast_segmented(p: usize, size: u64) -> bool {
+    auto_choice(lcoll::Op::Bcast, p, size).seg > 0
+}
+
 /// The shim's Allreduce of `size` bytes of doubles (the kernel's
 /// MPI_DOUBLE) on `p` ranks: its default for that size
 /// (`loggp_core::coll::resolve`), where Rabenseifner's falls back to
 /// recursive doubling below one element per block (`shim/src/coll/algo.rs`).
 pub fn allreduce_alg(p: usize, size: u64) -> Alg {
-    let auto = Choice {
-        alg: Alg::Auto,
-        seg: 0,
-    };
-    let bytes = usize::try_from(size).unwrap_or(usize::MAX);
-    match lcoll::resolve(lcoll::Op::Allreduce, auto, bytes, p).alg {
+    match auto_choice(lcoll::Op::Allreduce, p, size).alg {
         Alg::Rabenseifner if (size / 8) as usize >= sched::pof2(p) => Alg::Rabenseifner,
         _ => Alg::RecursiveDoubling,
     }
@@ -327,11 +344,15 @@ pub fn predict(op: Coll, p: usize, size: u64, m: &Machine) -> f64 {
             }
         }
         // Root 0; a node receives from its parent (blocking), then Isends
-        // to its children, largest subtree first, then waits for the sends.
+        // to its children in decreasing order (in the binomial tree the
+        // largest subtree first), then waits for the sends. Binomial or
+        // binary tree, as the shim picks; a parent's rank is below its
+        // children's in both.
         Coll::Bcast => {
+            let alg = bcast_alg(p, size);
             let mut arr = vec![f64::NAN; p];
             for v in 0..p {
-                let node = sched::tree(Alg::Binomial, v, p);
+                let node = sched::tree(alg, v, p);
                 if node.parent.is_some() {
                     s.recv(v, arr[v]);
                 }
@@ -481,8 +502,10 @@ pub fn closed_form(op: Coll, p: usize, size: u64, m: &Machine) -> Option<f64> {
         // Table 2 binomial (n_s = 1): ⌈log2 P⌉ (L + 2o + (m−1)G).
         // Table 3 binomial (n_s = 1): ⌈log2 P⌉ (o + L + (m−1)G + max{g, o + γm}).
         // Allreduce (not in the tables): log2 P rounds like Reduce's.
-        // Rabenseifner's Allreduce: in no table.
+        // Rabenseifner's Allreduce: in no table; the binary Bcast: its
+        // row does not take the shim's order of sends.
         Coll::Allreduce if allreduce_alg(p, size) == Alg::Rabenseifner => None,
+        Coll::Bcast if bcast_alg(p, size) == Alg::Binary => None,
         Coll::Bcast | Coll::Reduce | Coll::Allreduce if p.is_power_of_two() => {
             Some(k * (round + red))
         }
@@ -554,12 +577,23 @@ mod tests {
     }
 
     #[test]
-    fn allreduce_follows_the_shims_default() {
+    fn bcast_and_allreduce_follow_the_shims_default() {
         assert_eq!(Coll::Allreduce.alg_at(16, 16384), "rabenseifner");
         assert_eq!(Coll::Allreduce.alg_at(4, 16384), "recursive_doubling");
         assert_eq!(Coll::Allreduce.alg_at(2, 65536), "rabenseifner");
         assert_eq!(Coll::Allreduce.alg_at(16, 8), "recursive_doubling");
         assert_eq!(Coll::Bcast.alg_at(16, 1 << 20), "binomial");
+        assert_eq!(Coll::Bcast.alg_at(16, 8), "binary");
+        assert_eq!(Coll::Bcast.alg_at(4, 8), "binomial");
+        assert!(bcast_segmented(16, (1 << 20) + 8) && !bcast_segmented(16, 1 << 20));
+        // The binary Bcast, P = 16, 8 B: rank 15 is the only child of 7,
+        // the left child of 3, of 1, of 0, and a node sends to its right
+        // child first: three hops of 2 o_s + L + 7G + o_r, one of o_s + L
+        // + 7G + o_r.
+        assert!(close(
+            predict(Coll::Bcast, 16, 8, &mach()),
+            3.0 * (2.0 * 150.0 + 200.0 + 0.07 + 120.0) + 470.07
+        ));
         // Rabenseifner's, P = 2, 64 KiB of doubles: one halving round (32
         // KiB each way, 32 KiB reduced), one doubling round (32 KiB).
         let m = mach();
