@@ -187,58 +187,18 @@ fn quick(mpi: &str) {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-fn bcast_latency(mpi: &str) {
-    let dir = out_dir(&format!("bcast-{mpi}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let params = dir.join("params.json");
-    // Shared-memory-like parameters (ns): the prediction is 20 µs whatever
-    // they are, since the delta is one L at P = 2.
-    std::fs::write(
-        &params,
-        r#"{"params": {"L": 300, "o_s": 200, "o_r": 150, "g_s": 150, "g_r": 100, "G": 0.1}}"#,
-    )
-    .unwrap();
-    let out = dir.join("out");
-    retry(3, &format!("{mpi}: L = 20 us on Bcast at P = 2"), || {
-        let o = run(&[
-            "--mpi",
-            mpi,
-            "--np",
-            "2",
-            "--ops",
-            "bcast",
-            "--sizes",
-            "8",
-            "--knob",
-            "L=20us",
-            "--reps",
-            "30",
-            "--params",
-            params.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        check(&o, "calibrate --collectives (bcast, L)");
-        let rows = csv(&out);
-        if rows.len() != 1 {
-            return Err(format!("expected one row, got {rows:?}"));
-        }
-        let d = num(&rows[0], "delta_meas_ns") / 1e3;
-        if (15.0..40.0).contains(&d) {
-            Ok(format!("measured Δ {d:.2} µs"))
-        } else {
-            Err(format!("measured Δ {d:.2} µs, expected 15 to 40 µs"))
-        }
-    });
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Allreduce of 64 KiB at P = 2 runs Rabenseifner's by default (one
-/// halving and one doubling round, each one message on the critical path):
-/// the report names it, predicts Δ = 2 L, and L = +20 µs measures 32 to
-/// 60 µs (a knob applied once per round; twice would be 80).
-fn allreduce_rabenseifner(mpi: &str) {
-    let dir = out_dir(&format!("rab-{mpi}"));
+/// One row of `calibrate --collectives` at P = 2: `op` of `size` with L =
+/// +20 µs and `reps` repetitions, from shared-memory-like `--params` (ns;
+/// each prediction here is a number of L whatever they are). Up to three
+/// attempts; `judge` passes the row or says why not.
+fn l_row(
+    mpi: &str,
+    op: &str,
+    size: &str,
+    reps: &str,
+    judge: impl Fn(&HashMap<String, String>) -> Result<String, String>,
+) {
+    let dir = out_dir(&format!("{op}-{size}-{mpi}"));
     std::fs::create_dir_all(&dir).unwrap();
     let params = dir.join("params.json");
     std::fs::write(
@@ -249,7 +209,7 @@ fn allreduce_rabenseifner(mpi: &str) {
     let out = dir.join("out");
     retry(
         3,
-        &format!("{mpi}: L = 20 us on a 64 KiB Allreduce at P = 2"),
+        &format!("{mpi}: L = 20 us on {op} of {size} at P = 2"),
         || {
             let o = run(&[
                 "--mpi",
@@ -257,35 +217,61 @@ fn allreduce_rabenseifner(mpi: &str) {
                 "--np",
                 "2",
                 "--ops",
-                "allreduce",
+                op,
                 "--sizes",
-                "64KiB",
+                size,
                 "--knob",
                 "L=20us",
                 "--reps",
-                "20",
+                reps,
                 "--params",
                 params.to_str().unwrap(),
                 "--out",
                 out.to_str().unwrap(),
             ]);
-            check(&o, "calibrate --collectives (allreduce 64 KiB, L)");
+            check(&o, &format!("calibrate --collectives ({op}, L)"));
             let rows = csv(&out);
             if rows.len() != 1 {
                 return Err(format!("expected one row, got {rows:?}"));
             }
-            assert_eq!(rows[0]["algorithm"], "rabenseifner", "{:?}", rows[0]);
-            let pred = num(&rows[0], "delta_pred_ns");
-            assert!((pred - 40_000.0).abs() < 1.0, "predicted Δ {pred}");
-            let d = num(&rows[0], "delta_meas_ns") / 1e3;
-            if (32.0..60.0).contains(&d) {
-                Ok(format!("measured Δ {d:.2} µs"))
-            } else {
-                Err(format!("measured Δ {d:.2} µs, expected 32 to 60 µs"))
-            }
+            judge(&rows[0])
         },
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The measured Δ of `row` in µs, passed when within `range`.
+fn delta_within(
+    row: &HashMap<String, String>,
+    range: std::ops::Range<f64>,
+) -> Result<String, String> {
+    let d = num(row, "delta_meas_ns") / 1e3;
+    if range.contains(&d) {
+        Ok(format!("measured Δ {d:.2} µs"))
+    } else {
+        Err(format!(
+            "measured Δ {d:.2} µs, expected {} to {} µs",
+            range.start, range.end
+        ))
+    }
+}
+
+/// Bcast of 8 B at P = 2: one L on the critical path (20 µs predicted).
+fn bcast_latency(mpi: &str) {
+    l_row(mpi, "bcast", "8", "30", |row| delta_within(row, 15.0..40.0));
+}
+
+/// Allreduce of 64 KiB at P = 2 runs Rabenseifner's by default (one
+/// halving and one doubling round, each one message on the critical path):
+/// the report names it, predicts Δ = 2 L, and L = +20 µs measures 32 to
+/// 60 µs (a knob applied once per round; twice would be 80).
+fn allreduce_rabenseifner(mpi: &str) {
+    l_row(mpi, "allreduce", "64KiB", "20", |row| {
+        assert_eq!(row["algorithm"], "rabenseifner", "{row:?}");
+        let pred = num(row, "delta_pred_ns");
+        assert!((pred - 40_000.0).abs() < 1.0, "predicted Δ {pred}");
+        delta_within(row, 32.0..60.0)
+    });
 }
 
 #[test]

@@ -34,7 +34,7 @@ pub enum Alg {
     /// Reduce_scatter(_block) as a binomial Reduce to rank 0 and a Scatter(v).
     ReduceScatter,
     /// Allreduce as a reduce-scatter by recursive halving and an Allgather
-    /// by recursive doubling (Rabenseifner; `sched::rabenseifner`).
+    /// by recursive doubling (Rabenseifner; `sched::halvings`).
     Rabenseifner,
 }
 

@@ -258,41 +258,20 @@ pub struct Halving {
     pub mine_first: bool,
 }
 
-/// A rank's part in Rabenseifner's Allreduce over `p` ranks: the ranks
-/// fold as in [`doubling_allreduce`] (an extra gives its input to the odd
-/// rank above it and gets the result back), and the `pof2(p)` others halve
-/// then double. Step k pairs new ranks `nr` and `nr ^ 2^k`; the lower keeps
-/// the lower half of the blocks both hold. After the last step a rank
-/// holds one block reduced over every rank, in rank order: each partial
-/// result covers a contiguous run of ranks, the lower run first.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Halvings {
-    Extra {
-        partner: usize,
-    },
-    Core {
-        extra: Option<usize>,
-        steps: Vec<Halving>,
-    },
-}
-
-pub fn rabenseifner(r: usize, p: usize) -> Halvings {
-    let q = pof2(p);
-    let rem = p - q;
-    let nr = if r < 2 * rem {
-        if r.is_multiple_of(2) {
-            return Halvings::Extra { partner: r + 1 };
-        }
-        r / 2
-    } else {
-        r - rem
-    };
-    let real = |nd: usize| if nd < rem { nd * 2 + 1 } else { nd + rem };
+/// The steps of Rabenseifner's Allreduce for rank `r` of the
+/// [`doubling_allreduce`] exchange (its `peers`, in order), over
+/// `q = pof2(p)` blocks: the ranks fold as there, and step k pairs the same
+/// partners; of the blocks both hold, the lower rank keeps the lower half.
+/// After the last step a rank holds one block reduced over every rank, in
+/// rank order: each partial result covers a contiguous run of ranks, the
+/// lower run first (the fold's new ranks keep the order of the real ones).
+pub fn halvings(r: usize, q: usize, peers: Peers) -> Vec<Halving> {
     let (mut lo, mut hi) = (0, q);
-    let steps = hypercube(nr, q)
-        .map(|(m, nd)| {
+    peers
+        .into_iter()
+        .map(|peer| {
             let mid = lo + (hi - lo) / 2;
-            let lower = nr & m == 0;
+            let lower = r < peer;
             let (keep, give) = if lower {
                 ((lo, mid), (mid, hi))
             } else {
@@ -300,17 +279,20 @@ pub fn rabenseifner(r: usize, p: usize) -> Halvings {
             };
             (lo, hi) = keep;
             Halving {
-                peer: real(nd),
+                peer,
                 keep,
                 give,
                 mine_first: lower,
             }
         })
-        .collect();
-    Halvings::Core {
-        extra: (r < 2 * rem).then(|| r - 1),
-        steps,
-    }
+        .collect()
+}
+
+/// True when `n` elements give every one of the `pof2(p)` blocks of
+/// [`halvings`] an element; fewer run the recursive doubling instead (in
+/// the shim, and so in the model).
+pub fn halvings_fit(n: usize, p: usize) -> bool {
+    n >= pof2(p)
 }
 
 /// First element of block `b` of `n` elements cut into `q` blocks, the
@@ -520,39 +502,37 @@ mod tests {
         assert_eq!(doubling_barrier(5, 6), Doubling::Extra { partner: 1 });
     }
 
+    /// Each rank's steps of Rabenseifner's Allreduce (`None` for an extra).
+    fn halving_roles(p: usize) -> Vec<Option<Vec<Halving>>> {
+        (0..p)
+            .map(|r| match doubling_allreduce(r, p) {
+                Doubling::Extra { .. } => None,
+                Doubling::Core { peers, .. } => Some(halvings(r, pof2(p), peers)),
+            })
+            .collect()
+    }
+
     #[test]
     fn rabenseifner_partners_agree_and_every_block_ends_somewhere() {
         for p in 1..=17 {
             let q = pof2(p);
-            let roles: Vec<_> = (0..p).map(|r| rabenseifner(r, p)).collect();
+            let roles = halving_roles(p);
             let mut owned = vec![0; q];
-            for (r, role) in roles.iter().enumerate() {
-                match role {
-                    Halvings::Extra { partner } => {
-                        let Halvings::Core { extra, .. } = &roles[*partner] else {
-                            panic!("p={p}: extra {r} folds into an extra");
-                        };
-                        assert_eq!(*extra, Some(r));
-                    }
-                    Halvings::Core { extra, steps } => {
-                        if let Some(e) = extra {
-                            assert_eq!(roles[*e], Halvings::Extra { partner: r });
-                        }
-                        assert_eq!(steps.len(), q.trailing_zeros() as usize);
-                        for (k, s) in steps.iter().enumerate() {
-                            let Halvings::Core { steps: theirs, .. } = &roles[s.peer] else {
-                                panic!("p={p}: {r} exchanges with an extra");
-                            };
-                            let t = theirs[k];
-                            assert_eq!((t.peer, t.keep, t.give), (r, s.give, s.keep));
-                            assert_eq!(t.mine_first, !s.mine_first);
-                            assert_eq!(s.mine_first, r < s.peer, "rank order p={p}");
-                        }
-                        let last = steps.last().map_or((0, 1), |s| s.keep);
-                        assert_eq!(last.1 - last.0, 1);
-                        owned[last.0] += 1;
-                    }
+            for (r, steps) in roles.iter().enumerate() {
+                let Some(steps) = steps else { continue };
+                assert_eq!(steps.len(), q.trailing_zeros() as usize);
+                for (k, s) in steps.iter().enumerate() {
+                    let Some(theirs) = &roles[s.peer] else {
+                        panic!("p={p}: {r} exchanges with an extra");
+                    };
+                    let t = theirs[k];
+                    assert_eq!((t.peer, t.keep, t.give), (r, s.give, s.keep));
+                    assert_eq!(t.mine_first, !s.mine_first);
+                    assert_eq!(s.mine_first, r < s.peer, "rank order p={p}");
                 }
+                let last = steps.last().map_or((0, 1), |s| s.keep);
+                assert_eq!(last.1 - last.0, 1);
+                owned[last.0] += 1;
             }
             assert!(owned.iter().all(|&o| o == 1), "p={p}: {owned:?}");
         }
@@ -569,10 +549,11 @@ mod tests {
                 let mut data: Vec<Vec<String>> = (0..p)
                     .map(|r| (0..n).map(|_| format!("{r},")).collect())
                     .collect();
-                let roles: Vec<_> = (0..p).map(|r| rabenseifner(r, p)).collect();
+                let folds: Vec<_> = (0..p).map(|r| doubling_allreduce(r, p)).collect();
+                let roles = halving_roles(p);
                 let el = |b: (usize, usize)| block_start(b.0, n, q)..block_start(b.1, n, q);
-                for (r, role) in roles.iter().enumerate() {
-                    if let Halvings::Core { extra: Some(e), .. } = role {
+                for (r, fold) in folds.iter().enumerate() {
+                    if let Doubling::Core { extra: Some(e), .. } = fold {
                         let theirs = data[*e].clone();
                         for (x, t) in data[r].iter_mut().zip(theirs) {
                             *x = t + x;
@@ -582,10 +563,8 @@ mod tests {
                 let k_max = q.trailing_zeros() as usize;
                 for k in 0..k_max {
                     let before = data.clone();
-                    for (r, role) in roles.iter().enumerate() {
-                        let Halvings::Core { steps, .. } = role else {
-                            continue;
-                        };
+                    for (r, steps) in roles.iter().enumerate() {
+                        let Some(steps) = steps else { continue };
                         let s = steps[k];
                         for i in el(s.keep) {
                             let t = &before[s.peer][i];
@@ -599,18 +578,16 @@ mod tests {
                 }
                 for k in (0..k_max).rev() {
                     let before = data.clone();
-                    for (r, role) in roles.iter().enumerate() {
-                        let Halvings::Core { steps, .. } = role else {
-                            continue;
-                        };
+                    for (r, steps) in roles.iter().enumerate() {
+                        let Some(steps) = steps else { continue };
                         let s = steps[k];
                         for i in el(s.give) {
                             data[r][i] = before[s.peer][i].clone();
                         }
                     }
                 }
-                for (r, role) in roles.iter().enumerate() {
-                    if let Halvings::Extra { partner } = role {
+                for (r, fold) in folds.iter().enumerate() {
+                    if let Doubling::Extra { partner } = fold {
                         data[r] = data[*partner].clone();
                     }
                 }

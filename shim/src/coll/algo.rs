@@ -15,7 +15,7 @@ use super::ctx::{commutative, count, reduce_local, Ctx, Tmp, Ty, R};
 use crate::abi::{self, Datatype, Op, Request};
 use loggp_core::coll::{Alg, Choice};
 use loggp_core::sched::{
-    self, binomial_parent, segments, subtree_end, to_real, to_virtual, tree, Doubling, Halvings,
+    self, binomial_parent, segments, subtree_end, to_real, to_virtual, tree, Doubling,
 };
 use std::ffi::{c_int, c_void};
 
@@ -262,9 +262,7 @@ pub async unsafe fn allreduce(
             reduce(c, bin, inbuf, out, n, dt, op, 0).await?;
             return bcast(c, bin, out, n, dt, 0).await;
         }
-        // Rabenseifner's needs an element per block: fewer elements than
-        // pof2(p) run the recursive doubling.
-        if alg == Alg::Rabenseifner && n >= sched::pof2(p) {
+        if alg == Alg::Rabenseifner && sched::halvings_fit(n, p) {
             return rabenseifner(c, inbuf, out, n, dt, op).await;
         }
         // Recursive doubling (MPICH's; rank order kept for any op): the first
@@ -301,7 +299,7 @@ pub async unsafe fn allreduce(
     }
 }
 
-/// Rabenseifner's Allreduce (`sched::rabenseifner`), worked in `out`: a
+/// Rabenseifner's Allreduce (`sched::halvings`), worked in `out`: a
 /// reduce-scatter by recursive halving, then an Allgather by recursive
 /// doubling. Each rank sends and reduces 2·(P−1)/P of the message where
 /// recursive doubling sends and reduces log2 P times all of it. `n` is at
@@ -317,12 +315,12 @@ async unsafe fn rabenseifner(
     unsafe {
         let (p, r) = (c.p(), c.r());
         let q = sched::pof2(p);
-        let (extra, steps) = match sched::rabenseifner(r, p) {
-            Halvings::Extra { partner } => {
+        let (extra, steps) = match sched::doubling_allreduce(r, p) {
+            Doubling::Extra { partner } => {
                 c.send(inbuf, n, dt, partner).await?;
                 return c.recv(out, n, dt, partner).await;
             }
-            Halvings::Core { extra, steps } => (extra, steps),
+            Doubling::Core { extra, peers } => (extra, sched::halvings(r, q, peers)),
         };
         let t = Ty::of(dt);
         let at = |b: usize| t.at(out, sched::block_start(b, n, q));

@@ -27,7 +27,7 @@
 //! `calibrate/collbench.c` measures.
 
 use loggp_core::coll::{self as lcoll, Alg, Choice};
-use loggp_core::sched::{self, Doubling, Halvings};
+use loggp_core::sched::{self, Doubling, Halving};
 
 /// LogGP parameters in ns (`big_g` and `gamma` in ns per byte).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -196,10 +196,10 @@ pub fn bcast_segmented(p: usize, size: u64) -> bool {
 /// The shim's Allreduce of `size` bytes of doubles (the kernel's
 /// MPI_DOUBLE) on `p` ranks: its default for that size
 /// (`loggp_core::coll::resolve`), where Rabenseifner's falls back to
-/// recursive doubling below one element per block (`shim/src/coll/algo.rs`).
+/// recursive doubling below one element per block (`sched::halvings_fit`).
 pub fn allreduce_alg(p: usize, size: u64) -> Alg {
     match auto_choice(lcoll::Op::Allreduce, p, size).alg {
-        Alg::Rabenseifner if (size / 8) as usize >= sched::pof2(p) => Alg::Rabenseifner,
+        Alg::Rabenseifner if sched::halvings_fit((size / 8) as usize, p) => Alg::Rabenseifner,
         _ => Alg::RecursiveDoubling,
     }
 }
@@ -377,12 +377,10 @@ pub fn predict(op: Coll, p: usize, size: u64, m: &Machine) -> f64 {
                 }
             }
         }
-        Coll::Allreduce if allreduce_alg(p, size) == Alg::Rabenseifner => {
-            rabenseifner(&mut s, p, size);
-        }
-        // MPICH's recursive doubling: the first 2·rem ranks fold pairwise
-        // (even → odd), log2(pof2) rounds of exchange among pof2 ranks,
-        // then the odd ones send the result back.
+        // MPICH's fold: the first 2·rem ranks fold pairwise (even → odd),
+        // the pof2 others exchange in log2(pof2) rounds, then the odd ones
+        // send the result back. The exchange: recursive doubling, or
+        // Rabenseifner's halving and doubling rounds.
         Coll::Allreduce => {
             let roles: Vec<Doubling> = (0..p).map(|r| sched::doubling_allreduce(r, p)).collect();
             for (r, role) in roles.iter().enumerate() {
@@ -396,12 +394,16 @@ pub fn predict(op: Coll, p: usize, size: u64, m: &Machine) -> f64 {
             let who: Vec<usize> = (0..p)
                 .filter(|&r| matches!(roles[r], Doubling::Core { .. }))
                 .collect();
-            let steps = by_step(p, |r| match &roles[r] {
-                Doubling::Core { peers, .. } => peers.into_iter().map(|d| (d, d)).collect(),
-                Doubling::Extra { .. } => Vec::new(),
-            });
-            for step in steps {
-                s.exchange(&who, size, |r| step[r].0, |r| step[r].1, true);
+            if allreduce_alg(p, size) == Alg::Rabenseifner {
+                rabenseifner(&mut s, &roles, &who, size);
+            } else {
+                let steps = by_step(p, |r| match &roles[r] {
+                    Doubling::Core { peers, .. } => peers.into_iter().map(|d| (d, d)).collect(),
+                    Doubling::Extra { .. } => Vec::new(),
+                });
+                for step in steps {
+                    s.exchange(&who, size, |r| step[r].0, |r| step[r].1, true);
+                }
             }
             for (r, role) in roles.iter().enumerate() {
                 if let Doubling::Core { extra: Some(e), .. } = *role {
@@ -421,38 +423,31 @@ pub fn predict(op: Coll, p: usize, size: u64, m: &Machine) -> f64 {
     s.finish()
 }
 
-/// Rabenseifner's Allreduce of `size` bytes of doubles
-/// (`sched::rabenseifner`): the fold as in recursive doubling, log2(pof2)
-/// rounds of halving, each sending the blocks given and reducing the
-/// blocks kept, the same rounds backwards sending the blocks kept, then the
-/// result back to the extras.
-fn rabenseifner(s: &mut Sim, p: usize, size: u64) {
+/// The exchange of Rabenseifner's Allreduce of `size` bytes of doubles
+/// among the ranks `who` of the fold `roles` (`sched::halvings`):
+/// log2(pof2) rounds of halving, each sending the blocks given and
+/// reducing the blocks kept, then the same rounds backwards sending the
+/// blocks kept.
+fn rabenseifner(s: &mut Sim, roles: &[Doubling], who: &[usize], size: u64) {
+    let p = roles.len();
     let (q, n) = (sched::pof2(p), (size / 8) as usize);
     let bytes = |(a, b): (usize, usize)| {
         8 * (sched::block_start(b, n, q) - sched::block_start(a, n, q)) as u64
     };
-    let roles: Vec<Halvings> = (0..p).map(|r| sched::rabenseifner(r, p)).collect();
-    for (r, role) in roles.iter().enumerate() {
-        if let Halvings::Extra { partner } = *role {
-            let a = s.send(r, size);
-            s.recv(partner, a);
-            s.reduce_local(partner, size);
-        }
-    }
-    let steps: Vec<&[sched::Halving]> = roles
+    let steps: Vec<Vec<Halving>> = roles
         .iter()
-        .map(|role| match role {
-            Halvings::Core { steps, .. } => steps.as_slice(),
-            Halvings::Extra { .. } => &[],
+        .enumerate()
+        .map(|(r, role)| match role {
+            Doubling::Core { peers, .. } => sched::halvings(r, q, *peers),
+            Doubling::Extra { .. } => Vec::new(),
         })
         .collect();
-    let who: Vec<usize> = (0..p).filter(|&r| !steps[r].is_empty()).collect();
-    let rounds = steps.iter().map(|x| x.len()).max().unwrap_or(0);
+    let rounds = q.trailing_zeros() as usize;
     let step = |r: usize, k: usize| steps[r][k];
     for k in 0..rounds {
         let h = |r: usize| step(r, k);
         s.exchange_sized(
-            &who,
+            who,
             |r| (h(r).peer, bytes(h(r).give)),
             |r| h(r).peer,
             |r| bytes(h(r).keep),
@@ -460,18 +455,7 @@ fn rabenseifner(s: &mut Sim, p: usize, size: u64) {
     }
     for k in (0..rounds).rev() {
         let h = |r: usize| step(r, k);
-        s.exchange_sized(
-            &who,
-            |r| (h(r).peer, bytes(h(r).keep)),
-            |r| h(r).peer,
-            |_| 0,
-        );
-    }
-    for (r, role) in roles.iter().enumerate() {
-        if let Halvings::Core { extra: Some(e), .. } = *role {
-            let a = s.send(r, size);
-            s.recv(e, a);
-        }
+        s.exchange_sized(who, |r| (h(r).peer, bytes(h(r).keep)), |r| h(r).peer, |_| 0);
     }
 }
 
