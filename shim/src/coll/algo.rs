@@ -266,36 +266,42 @@ pub async unsafe fn allreduce(
             return rabenseifner(c, inbuf, out, n, dt, op).await;
         }
         // Recursive doubling (MPICH's; rank order kept for any op): the first
-        // 2·rem ranks pair up so that a power of two takes part.
-        let t = Ty::of(dt);
-        let mut acc = Tmp::new(&t, n);
-        let mut tmp = Tmp::new(&t, n);
-        c.copy(inbuf, n, dt, acc.p(), n, dt)?;
+        // 2·rem ranks pair up so that a power of two takes part. Worked in
+        // `out` and one scratch buffer, the two swapping roles where the
+        // result forms in the scratch (`mine op theirs`): a copy at the end
+        // only when the result lies there (at 8 bytes, a second scratch
+        // buffer and its copies were ~250 of the shim's 1,900 instructions
+        // per Allreduce at two ranks, `scripts/bench-instr-coll.sh`).
         match sched::doubling_allreduce(r, p) {
             Doubling::Extra { partner } => {
-                c.send(acc.p(), n, dt, partner).await?;
-                c.recv(acc.p(), n, dt, partner).await?;
+                c.send(inbuf, n, dt, partner).await?;
+                c.recv(out, n, dt, partner).await
             }
             Doubling::Core { extra, peers } => {
+                let t = Ty::of(dt);
+                let mut tmp = Tmp::new(&t, n);
+                c.copy(inbuf, n, dt, out, n, dt)?;
+                // `acc` holds this rank's partial result, `other` receives.
+                let (mut acc, mut other) = (out, tmp.p());
                 if let Some(e) = extra {
-                    c.recv(tmp.p(), n, dt, e).await?;
-                    reduce_local(tmp.p(), acc.p(), n, dt, op)?;
+                    c.recv(other, n, dt, e).await?;
+                    reduce_local(other, acc, n, dt, op)?;
                 }
                 for dst in peers {
-                    c.sendrecv(acc.p(), n, dt, dst, tmp.p(), n, dt, dst).await?;
+                    c.sendrecv(acc, n, dt, dst, other, n, dt, dst).await?;
                     if dst < r {
-                        reduce_local(tmp.p(), acc.p(), n, dt, op)?;
+                        reduce_local(other, acc, n, dt, op)?;
                     } else {
-                        reduce_local(acc.p(), tmp.p(), n, dt, op)?;
-                        std::mem::swap(&mut acc, &mut tmp);
+                        reduce_local(acc, other, n, dt, op)?;
+                        std::mem::swap(&mut acc, &mut other);
                     }
                 }
                 if let Some(e) = extra {
-                    c.send(acc.p(), n, dt, e).await?;
+                    c.send(acc, n, dt, e).await?;
                 }
+                c.copy(acc, n, dt, out, n, dt)
             }
         }
-        c.copy(acc.p(), n, dt, out, n, dt)
     }
 }
 
