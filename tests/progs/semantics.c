@@ -15,7 +15,9 @@
  *   4. MPI_PROC_NULL: sends and receives complete at once, the status says
  *      MPI_PROC_NULL / MPI_ANY_TAG / count 0;
  *   5. MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE are accepted everywhere;
- *   6. Sendrecv and Sendrecv_replace around a ring deliver the right data;
+ *   6. Sendrecv and Sendrecv_replace around a ring deliver the right data
+ *      (and a Sendrecv of two small messages from any source, its status);
+ *      a Sendrecv into too small a receive returns MPI_ERR_TRUNCATE (1.);
  *   7. every send mode (Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend,
  *      Irsend, Bsend_init, Rsend_init) delivers, at 8 bytes and 70000 bytes;
  *      an Ssend (1 byte) and an Issend (20000 bytes) do not complete
@@ -70,6 +72,32 @@ static void truncation(void) {
       check_st(&st, 0, 70 + k, 64, "after truncation");
       CHECK(verify(b, 64, 0, 70 + k) < 0, "after truncation: data differs");
     }
+  }
+  /* A Sendrecv whose receive is too small, both halves small (the
+   * shim's light Sendrecv): rank 1's returns MPI_ERR_TRUNCATE, rank 0's
+   * succeeds, and the next exchange is unaffected. */
+  if (my_rank < 2) {
+    int peer = 1 - my_rank, out_n = my_rank == 0 ? 100 : 40, cls = -1;
+    unsigned char in[100];
+    MPI_Status st;
+    fill(b, (size_t)out_n, my_rank, 80);
+    int rc = MPI_Sendrecv(b, out_n, MPI_BYTE, peer, 80, in, my_rank == 1 ? 50 : 40, MPI_BYTE,
+                          peer, 80, MPI_COMM_WORLD, &st);
+    if (my_rank == 1) {
+      if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+      CHECK(cls == MPI_ERR_TRUNCATE,
+            "Sendrecv of 100 bytes into 50: return %d (class %d), expected class MPI_ERR_TRUNCATE",
+            rc, cls);
+    } else {
+      CHECK(rc == MPI_SUCCESS, "Sendrecv beside a truncated one: return %d", rc);
+      check_st(&st, 1, 80, 40, "Sendrecv beside a truncated one");
+      CHECK(verify(in, 40, 1, 80) < 0, "Sendrecv beside a truncated one: data differs");
+    }
+    fill(b, 64, my_rank, 81);
+    MPI_OK(MPI_Sendrecv(b, 64, MPI_BYTE, peer, 81, in, 64, MPI_BYTE, peer, 81, MPI_COMM_WORLD,
+                        &st));
+    check_st(&st, peer, 81, 64, "Sendrecv after truncation");
+    CHECK(verify(in, 64, peer, 81) < 0, "Sendrecv after truncation: data differs");
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   free(b);
@@ -317,6 +345,13 @@ static void ring(int np) {
     check_st(&st, left, 410 + k, n_[k], "Sendrecv_replace");
     CHECK(verify(out, (size_t)n_[k], left, 410 + k) < 0, "Sendrecv_replace: data differs");
   }
+  /* Both halves small (the shim's light Sendrecv), any source (not any tag:
+   * a rank ahead may already send the next section's messages). */
+  fill(out, 8, my_rank, 420);
+  MPI_OK(MPI_Sendrecv(out, 8, MPI_BYTE, right, 420, in, 8, MPI_BYTE, MPI_ANY_SOURCE, 420, MPI_COMM_WORLD,
+                      &st));
+  check_st(&st, left, 420, 8, "Sendrecv of 8 bytes from any source");
+  CHECK(verify(in, 8, left, 420) < 0, "Sendrecv of 8 bytes from any source: data differs");
   free(out);
   free(in);
 }

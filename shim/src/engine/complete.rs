@@ -660,7 +660,7 @@ impl Engine {
     /// (Asking each request first, MPI_Request_get_status, ran Open MPI's
     /// progress engine once per incomplete request: ~400 instructions per
     /// message at a 64-message window, `scripts/bench-instr.sh`.)
-    unsafe fn waitall_seen(
+    pub(super) unsafe fn waitall_seen(
         &self,
         rs: &mut [Request],
         sts: &mut [Status],
@@ -752,7 +752,7 @@ impl Engine {
     /// `set_waited` grew a branch: +31 instructions per received message
     /// at zero knobs, `scripts/bench-instr.sh`).
     #[inline(always)]
-    fn finish_of_waitall(
+    pub(super) fn finish_of_waitall(
         &self,
         i: usize,
         sts: &mut [Status],
