@@ -85,6 +85,15 @@ impl Future for Done<'_> {
         let mut flag: c_int = 0;
         // Made for these requests, which only this future changes.
         debug_assert_eq!(sts.len(), reqs.len());
+        if super::nb::driving() {
+            // SAFETY: the requests are the engine's, made by this context.
+            let rc = unsafe { e.waitall_driven(reqs, sts.as_mut_ptr()) };
+            return Poll::Ready(if rc == abi::SUCCESS {
+                Ok(())
+            } else {
+                Err(first_error(rc, sts))
+            });
+        }
         // SAFETY: the requests are the engine's, made by this context.
         let rc = unsafe { e.testall(n, reqs.as_mut_ptr(), &mut flag, sts.as_mut_ptr()) };
         if rc != abi::SUCCESS {

@@ -225,6 +225,9 @@ impl Engine {
             }
             let polled = jobs::must_poll();
             if polled {
+                // A nonblocking collective alone in flight, and this its
+                // request: its steps wait natively.
+                jobs::drive(key(r));
                 // Nonblocking collectives in flight: wait by polling, so that
                 // they progress meanwhile (the request may depend on them).
                 let mut patience = Patience::new();
@@ -534,6 +537,21 @@ impl Engine {
                 return abi::SUCCESS;
             }
             if jobs::must_poll() {
+                return self.waitall(as_int(rs.len()), rs.as_mut_ptr(), statuses);
+            }
+            self.waitall_native_first(rs, statuses)
+        }
+    }
+
+    /// `waitall_own` for a step of the job that `coll::nb::drive` runs:
+    /// that job is the only one, so MPI's own Waitall may wait (unless a
+    /// receive whose payload comes apart needs it posted meanwhile).
+    pub(crate) unsafe fn waitall_driven(&self, rs: &mut [Request], statuses: *mut Status) -> c_int {
+        unsafe {
+            if rs.is_empty() {
+                return abi::SUCCESS;
+            }
+            if jobs::WATCHED.load(Ordering::Relaxed) > 0 {
                 return self.waitall(as_int(rs.len()), rs.as_mut_ptr(), statuses);
             }
             self.waitall_native_first(rs, statuses)

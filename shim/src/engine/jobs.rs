@@ -15,6 +15,9 @@ use std::sync::OnceLock;
 pub struct Hooks {
     /// Advances every unfinished job once.
     pub progress_all: fn(),
+    /// Runs the job of a request key to its end with steps that wait
+    /// natively, where that is safe; whether it did.
+    pub drive: fn(usize) -> bool,
     /// Whether the job of a request key has finished.
     pub done: fn(usize) -> bool,
     /// The finished job's result (and status), which is forgotten.
@@ -64,6 +67,13 @@ pub fn progress_all() {
     if WATCHED.load(Ordering::Relaxed) > 0 {
         super::get().progress_splits();
     }
+}
+
+/// MPI_Wait on the request of job `k`: runs it to its end with steps that
+/// wait natively, as a blocking collective's do, when it is the only
+/// thing that needs progress (`coll::nb::drive`). False: the caller polls.
+pub fn drive(k: usize) -> bool {
+    WATCHED.load(Ordering::Relaxed) == 0 && HOOKS.get().is_some_and(|h| (h.drive)(k))
 }
 
 pub fn done(k: usize) -> bool {
