@@ -9,6 +9,9 @@
  *   bcast_8         MPI_Bcast of 8 B from rank 0
  *   bcast_2k, bcast_64k   of 2 KiB and 64 KiB (doubles)
  *   barrier         MPI_Barrier
+ *   iallreduce_8    MPI_Iallreduce of one double + MPI_Wait at once
+ *                   (osu_iallreduce's latency without the overlapped
+ *                   compute: the shim's nonblocking collective path)
  * Each is timed as OSU Micro-Benchmarks 7.4 do: after a warm-up, a batch of
  * back-to-back calls between two barriers, its time on each rank divided
  * by the calls; the figure is the average over ranks (osu's "Avg
@@ -27,11 +30,16 @@ static double median(double *v, int n) {
 }
 
 /* One collective, `op`: 0 Allreduce of `n` doubles, 1 Bcast of `n`
- * doubles, 2 Barrier. */
+ * doubles, 2 Barrier, 3 Iallreduce of `n` doubles and its Wait. */
 static void call(int op, double *in, double *out, int n) {
   if (op == 0) MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   else if (op == 1) MPI_Bcast(in, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  else MPI_Barrier(MPI_COMM_WORLD);
+  else if (op == 2) MPI_Barrier(MPI_COMM_WORLD);
+  else {
+    MPI_Request r;
+    MPI_Iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
 }
 
 static double timed(int op, int n, int calls, int batches, double *in, double *out) {
@@ -73,10 +81,12 @@ int main(int argc, char **argv) {
   double b2k = timed(1, 256, calls, batches, in, out);
   double b64 = timed(1, 8192, calls / 10 > 0 ? calls / 10 : 1, batches, in, out);
   double bar = timed(2, 0, calls, batches, in, out);
+  double ia8 = timed(3, 1, calls, batches, in, out);
   if (rank == 0)
     printf("allreduce_8=%.4f allreduce_2k=%.4f allreduce_16k=%.4f allreduce_64k=%.4f "
-           "allreduce_1m=%.3f bcast_8=%.4f bcast_2k=%.4f bcast_64k=%.4f barrier=%.4f\n",
-           a8, a2k, a16k, a64, a1m, b8, b2k, b64, bar);
+           "allreduce_1m=%.3f bcast_8=%.4f bcast_2k=%.4f bcast_64k=%.4f barrier=%.4f "
+           "iallreduce_8=%.4f\n",
+           a8, a2k, a16k, a64, a1m, b8, b2k, b64, bar, ia8);
   free(in);
   free(out);
   MPI_Finalize();

@@ -2,18 +2,26 @@
  * MPI_COMM_WORLD, for scripts/bench-instr-coll.sh to count instructions
  * per call (callgrind; the difference of two N leaves out start-up).
  * With "i", each is MPI_Iallreduce + MPI_Wait (the shim's nonblocking
- * collectives: a job progressed from the Wait).
- *   coll_loop N [i] */
+ * collectives: a job progressed from the Wait); with "b", an 8-byte
+ * MPI_Bcast from rank 0; with "B", an MPI_Barrier.
+ *   coll_loop N [i|b|B] */
 #include <mpi.h>
 #include <stdlib.h>
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int n = argc > 1 ? atoi(argv[1]) : 1000;
-  int nb = argc > 2 && argv[2][0] == 'i';
+  char what = argc > 2 ? argv[2][0] : 'a';
+  int nb = what == 'i';
   double in = 1, out = 0;
   for (int i = 0; i < n; i++) {
-    if (nb) {
+    if (what == 'b') {
+      out = 2;
+      MPI_Bcast(&out, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    } else if (what == 'B') {
+      out = 2;
+      MPI_Barrier(MPI_COMM_WORLD);
+    } else if (nb) {
       MPI_Request r;
       MPI_Iallreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
       MPI_Wait(&r, MPI_STATUS_IGNORE);

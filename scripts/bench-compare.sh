@@ -15,7 +15,7 @@
 # per MPI_Recv of an arrived message in ns, 16 KiB and 1 MiB streaming
 # bandwidth in GB/s) followed by bench/coll_bench.c at np=COLL_NP (default
 # 2; osu_allreduce-style time per Allreduce of 8 B, 2 KiB, 16 KiB, 64 KiB and 1 MiB, Bcast of
-# 8 B, 2 KiB and 64 KiB, and Barrier, us). Prints per MPI, metric and build the median
+# 8 B, 2 KiB and 64 KiB, Barrier, and an 8-byte Iallreduce + Wait, us). Prints per MPI, metric and build the median
 # [min..max] over rounds, and the median [min..max] of the per-round
 # ratios to native (and to the first build), which a shared machine's
 # slow and fast phases move far less than the values themselves, and
@@ -72,7 +72,7 @@ import statistics as st, sys
 rows = [line.split() for line in open(sys.argv[1])]
 passthrough = set(open(sys.argv[2]).read().split())
 keys = ["half_rtt_8", "rate_8", "send_ns", "recv_ns", "call_ns", "bw_16k", "bw_1m", "half_rtt_1m",
-        "allreduce_8", "allreduce_2k", "allreduce_16k", "allreduce_64k", "allreduce_1m", "bcast_8", "bcast_2k", "bcast_64k", "barrier"]
+        "allreduce_8", "allreduce_2k", "allreduce_16k", "allreduce_64k", "allreduce_1m", "bcast_8", "bcast_2k", "bcast_64k", "barrier", "iallreduce_8"]
 for mpi in dict.fromkeys(r[0] for r in rows):
     labels = list(dict.fromkeys(r[1] for r in rows if r[0] == mpi))
     rr = [r for r in rows if r[0] == mpi]

@@ -4,7 +4,8 @@
 #   scripts/bench-instr-coll.sh [openmpi|mpich] [VAR=VALUE ...]
 #
 # Runs bench/coll_loop.c (back-to-back 8-byte Allreduces, np=2; with
-# NB=1, MPI_Iallreduce + MPI_Wait) through the shim with LOGGP_VT=on plus
+# NB=1, MPI_Iallreduce + MPI_Wait; with OP=b an 8-byte MPI_Bcast, with
+# OP=B an MPI_Barrier) through the shim with LOGGP_VT=on plus
 # the VAR=VALUE given, with 2000 and with 6000
 # calls; the difference, divided by the 4000 calls between them, leaves out
 # start-up and MPI_Finalize. Prints per Allreduce and rank: the shim's own
@@ -22,11 +23,15 @@ out=target/bench/instr-coll
 cg_init bench-instr-coll "$mpi" "$out"
 "mpicc.$mpi" -O2 -o "$out/coll_loop-$mpi" bench/coll_loop.c
 for n in 2000 6000; do
-  cg_run "$PWD/$out/cg.$n" shim "$@" -- "$out/coll_loop-$mpi" "$n" ${NB:+i}
+  cg_run "$PWD/$out/cg.$n" shim "$@" -- "$out/coll_loop-$mpi" "$n" ${NB:+i} ${OP:-}
 done
-python3 - "$out" "$mpi" "$*" <<'PY'
+what="8-byte MPI_Allreduce"
+[ -z "${NB:-}" ] || what="8-byte MPI_Iallreduce + MPI_Wait"
+[ -n "${NB:-}" ] || [ "${OP:-}" != b ] || what="8-byte MPI_Bcast"
+[ -n "${NB:-}" ] || [ "${OP:-}" != B ] || what="MPI_Barrier"
+python3 - "$out" "$mpi" "$*" "$what" <<'PY'
 import collections, re, subprocess, sys
-out, mpi, extra = sys.argv[1], sys.argv[2], sys.argv[3]
+out, mpi, extra, what = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 calls = 4000
 
 def self_counts(path):
@@ -46,8 +51,8 @@ def self_counts(path):
         d[("shim" if shim else obj.rsplit("/", 1)[-1], name)] += int(m.group(1).replace(",", ""))
     return d
 
-print(f"bench-instr-coll: {mpi}, np=2, 8-byte MPI_Allreduce; shim: LOGGP_VT=on {extra}".rstrip())
-print("instructions per Allreduce (callgrind)")
+print(f"bench-instr-coll: {mpi}, np=2, {what}; shim: LOGGP_VT=on {extra}".rstrip())
+print("instructions per call (callgrind)")
 for rank in (0, 1):
     a, b = self_counts(f"{out}/cg.2000.{rank}"), self_counts(f"{out}/cg.6000.{rank}")
     diff = {k: (b[k] - a[k]) / calls for k in set(a) | set(b)}
