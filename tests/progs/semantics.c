@@ -352,6 +352,10 @@ static void ring(int np) {
                       &st));
   check_st(&st, left, 420, 8, "Sendrecv of 8 bytes from any source");
   CHECK(verify(in, 8, left, 420) < 0, "Sendrecv of 8 bytes from any source: data differs");
+  /* Empty messages (a Barrier's): status, count 0. */
+  MPI_OK(MPI_Sendrecv(out, 0, MPI_BYTE, right, 421, in, 8, MPI_BYTE, MPI_ANY_SOURCE, 421,
+                      MPI_COMM_WORLD, &st));
+  check_st(&st, left, 421, 0, "Sendrecv of 0 bytes from any source");
   free(out);
   free(in);
 }

@@ -787,10 +787,12 @@ impl Engine {
 }
 
 /// Whether `got` bytes received into slot `s` are a whole message of the
-/// shim's: its header (by its magic) and a payload that fits.
+/// shim's: its header (by its magic) and a payload that fits, empty
+/// included (a Barrier's messages; a header that came alone has the other
+/// magic, `MAGIC_SPLIT`).
 #[inline(always)]
 unsafe fn landed_whole(s: SlotRef, got: usize) -> bool {
     // SAFETY: the slot belongs to the receive being finished; its buffer
     // holds at least a header's bytes.
-    unsafe { got > HDR && got <= s.slot().len && s.ptr().cast::<u32>().read_unaligned() == MAGIC }
+    unsafe { got >= HDR && got <= s.slot().len && s.ptr().cast::<u32>().read_unaligned() == MAGIC }
 }
