@@ -43,7 +43,86 @@ pub struct Tree {
     /// In increasing order; for the binomial, chain and flat trees the
     /// subtree of child i is `[child_i, child_i+1)`, contiguous after the
     /// node itself (what rank-ordered reductions need).
-    pub children: Vec<usize>,
+    pub children: Kids,
+}
+
+/// A node's children: up to `Kids::INLINE` in place (a binomial tree up to
+/// 256 ranks, a binary tree or a chain: no allocation per collective, which
+/// cost an 8-byte Bcast's root ~250 instructions in malloc and free,
+/// `OP=b scripts/bench-instr-coll.sh`), more (a flat tree's root) on the
+/// heap. Reads as a slice.
+#[derive(Clone, Debug)]
+pub enum Kids {
+    Few { d: [usize; Kids::INLINE], n: usize },
+    Many(Vec<usize>),
+}
+
+impl Kids {
+    pub const INLINE: usize = 8;
+
+    pub fn new() -> Kids {
+        Kids::Few {
+            d: [0; Kids::INLINE],
+            n: 0,
+        }
+    }
+
+    pub fn push(&mut self, k: usize) {
+        match self {
+            Kids::Few { d, n } if *n < Kids::INLINE => {
+                d[*n] = k;
+                *n += 1;
+            }
+            Kids::Few { d, n } => {
+                let mut v = d[..*n].to_vec();
+                v.push(k);
+                *self = Kids::Many(v);
+            }
+            Kids::Many(v) => v.push(k),
+        }
+    }
+}
+
+impl Default for Kids {
+    fn default() -> Kids {
+        Kids::new()
+    }
+}
+
+impl std::ops::Deref for Kids {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        match self {
+            Kids::Few { d, n } => &d[..*n],
+            Kids::Many(v) => v,
+        }
+    }
+}
+
+impl PartialEq for Kids {
+    fn eq(&self, other: &Kids) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Kids {}
+
+impl FromIterator<usize> for Kids {
+    fn from_iter<I: IntoIterator<Item = usize>>(it: I) -> Kids {
+        let mut k = Kids::new();
+        for x in it {
+            k.push(x);
+        }
+        k
+    }
+}
+
+impl<'a> IntoIterator for &'a Kids {
+    type Item = &'a usize;
+    type IntoIter = std::slice::Iter<'a, usize>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
 }
 
 /// The node `vr` of the tree of `alg` over `p` ranks: `Linear` a flat tree,
@@ -55,9 +134,9 @@ pub fn tree(alg: Alg, vr: usize, p: usize) -> Tree {
         Alg::Linear => Tree {
             parent: (vr != 0).then_some(0),
             children: if vr == 0 {
-                (1..p).collect()
+                Kids::Many((1..p).collect())
             } else {
-                Vec::new()
+                Kids::new()
             },
         },
         Alg::Pipeline => Tree {
@@ -73,7 +152,7 @@ pub fn tree(alg: Alg, vr: usize, p: usize) -> Tree {
         },
         _ => {
             let lim = if vr == 0 { p } else { lowbit(vr) };
-            let mut children = Vec::new();
+            let mut children = Kids::new();
             let mut m = 1;
             while m < lim && vr + m < p {
                 children.push(vr + m);
@@ -336,7 +415,7 @@ mod tests {
         for p in 1..40 {
             for v in 0..p {
                 let mut next = v + 1;
-                for k in tree(Alg::Binomial, v, p).children {
+                for &k in &tree(Alg::Binomial, v, p).children {
                     assert_eq!(k, next);
                     assert_eq!(binomial_parent(k), Some(v));
                     next = subtree_end(k, p);
@@ -346,9 +425,17 @@ mod tests {
         }
         // Algorithms that are not trees get the binomial one.
         assert_eq!(tree(Alg::Auto, 3, 8), tree(Alg::Binomial, 3, 8));
-        assert_eq!(tree(Alg::Binomial, 0, 8).children, vec![1, 2, 4]);
-        assert_eq!(tree(Alg::Binomial, 4, 8).children, vec![5, 6]);
-        assert_eq!(tree(Alg::Binomial, 4, 6).children, vec![5]);
+        assert_eq!(tree(Alg::Binomial, 0, 8).children[..], [1, 2, 4]);
+        assert_eq!(tree(Alg::Binomial, 4, 8).children[..], [5, 6]);
+        assert_eq!(tree(Alg::Binomial, 4, 6).children[..], [5]);
+        // Past the inline capacity: the root of 512 ranks has 9 children.
+        let root = tree(Alg::Binomial, 0, 512);
+        assert!(matches!(root.children, Kids::Many(_)));
+        assert_eq!(root.children[..], [1, 2, 4, 8, 16, 32, 64, 128, 256]);
+        assert!(matches!(
+            tree(Alg::Binomial, 0, 256).children,
+            Kids::Few { n: 8, .. }
+        ));
         assert!(tree(Alg::Binomial, 3, 8).children.is_empty());
     }
 

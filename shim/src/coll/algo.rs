@@ -120,8 +120,17 @@ pub async unsafe fn bcast(
         let vr = to_virtual(c.r(), root, p);
         let real = |v: usize| to_real(v, root, p);
         let tr = tree(ch.alg, vr, p);
-        let mut reqs: Vec<Request> = Vec::new();
-        for (s, len) in segments(n, seg_elems(ch.seg, &t, n)) {
+        let per = seg_elems(ch.seg, &t, n);
+        // One child and one segment: a blocking send, which completes
+        // as the Isend and Waitall would, without their list of requests.
+        if let ([k], true) = (&tr.children[..], per >= n) {
+            if let Some(par) = tr.parent {
+                c.recv(buf, n, dt, real(par)).await?;
+            }
+            return c.send(buf, n, dt, real(*k)).await;
+        }
+        let mut reqs: Vec<Request> = Vec::with_capacity(tr.children.len());
+        for (s, len) in segments(n, per) {
             let sp = t.at(buf, s);
             if let Some(par) = tr.parent {
                 c.recv(sp, len, dt, real(par)).await?;
