@@ -143,38 +143,30 @@ impl Engine {
             let rcap = small_contiguous(rdt, rcount, self.slot_max)?;
             let sn = small_contiguous(sdt, scount, self.slot_max)?;
             let mut reqs = [self.c.request_null; 2];
-            let rs = self.slot_for_recv(rbuf.cast(), rcap, comm);
-            let rc = PMPI_Irecv(
-                rs.ptr().cast(),
-                as_int(HDR + rcap),
-                self.c.packed,
-                src,
-                rtag,
-                comm,
-                &mut reqs[1],
-            );
-            if !ok(rc) {
-                self.lock().slots.give(rs);
-                return Some(rc);
-            }
+            let rs = match self.post_recv_slot(rbuf.cast(), rcap, src, rtag, comm, &mut reqs[1]) {
+                Ok(s) => s,
+                Err(rc) => return Some(rc),
+            };
             let (dep, hdr) = self.depart(sn as u64, dest, stag, comm);
-            let ss = self.slot_for_send(hdr, sbuf, sn);
-            ss.slot().complete_at = dep.complete_at;
-            let rc = PMPI_Isend(
-                ss.ptr().cast(),
-                as_int(HDR + sn),
-                self.c.packed,
+            let ss = match self.post_send_slot(
+                Mode::Standard,
+                &dep,
+                hdr,
+                sbuf,
+                sn,
                 dest,
                 stag,
                 comm,
                 &mut reqs[0],
-            );
-            if !ok(rc) {
-                let mut st = self.lock();
-                st.slots.give(ss);
-                drop(st.reqs.track_light(key(reqs[1]), rs, 0));
-                return Some(rc);
-            }
+            ) {
+                Ok(s) => s,
+                Err(rc) => {
+                    // As the general path leaves it: the receive posted
+                    // and entered.
+                    drop(self.lock().reqs.track_light(key(reqs[1]), rs, 0));
+                    return Some(rc);
+                }
+            };
             let keys = reqs;
             let mut sts = [Status::zeroed(); 2];
             let (rc_native, absent) = if self.uses_seen {

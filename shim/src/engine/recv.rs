@@ -199,7 +199,7 @@ impl Engine {
     /// A slot for a receive of at most `cap` bytes (`slot_max`) into `buf`
     /// on `comm`: header and payload land in it.
     #[inline(always)]
-    pub(super) fn slot_for_recv(&self, buf: *mut u8, cap: usize, comm: Comm) -> SlotRef {
+    fn slot_for_recv(&self, buf: *mut u8, cap: usize, comm: Comm) -> SlotRef {
         let s = self.lock().slots.take();
         // SAFETY: the slot was just taken for this receive.
         let slot = unsafe { s.slot() };
@@ -225,18 +225,48 @@ impl Engine {
         r: *mut Request,
     ) -> c_int {
         unsafe {
-            let n = HDR + cap;
-            let s = self.slot_for_recv(buf, cap, comm);
-            let rc = PMPI_Irecv(s.ptr().cast(), as_int(n), self.c.packed, src, tag, comm, r);
-            let mut st = self.lock();
-            if ok(rc) {
-                // A stale entry under the handle (completed behind the
-                // table's back) is dropped, as `track` drops one.
-                drop(st.reqs.track_light(key(*r), s, 0));
-            } else {
-                st.slots.give(s);
+            match self.post_recv_slot(buf, cap, src, tag, comm, r) {
+                Ok(s) => {
+                    // A stale entry under the handle (completed behind the
+                    // table's back) is dropped, as `track` drops one.
+                    drop(self.lock().reqs.track_light(key(*r), s, 0));
+                    abi::SUCCESS
+                }
+                Err(rc) => rc,
             }
-            rc
+        }
+    }
+
+    /// Posts `irecv_slot`'s receive, its request in `*r`, without entering
+    /// it in the request table (`sendrecv_slots` keeps it to itself): the
+    /// slot, or MPI's error with the slot given back.
+    #[inline(always)]
+    pub(super) unsafe fn post_recv_slot(
+        &self,
+        buf: *mut u8,
+        cap: usize,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        r: *mut Request,
+    ) -> Result<SlotRef, c_int> {
+        unsafe {
+            let s = self.slot_for_recv(buf, cap, comm);
+            let rc = PMPI_Irecv(
+                s.ptr().cast(),
+                as_int(HDR + cap),
+                self.c.packed,
+                src,
+                tag,
+                comm,
+                r,
+            );
+            if ok(rc) {
+                Ok(s)
+            } else {
+                self.lock().slots.give(s);
+                Err(rc)
+            }
         }
     }
 

@@ -205,12 +205,7 @@ impl Engine {
     /// `slot_max`), for a send (its emulated completion 0: the caller of a
     /// nonblocking send sets it).
     #[inline(always)]
-    pub(super) unsafe fn slot_for_send(
-        &self,
-        hdr: Header,
-        buf: *const c_void,
-        n: usize,
-    ) -> SlotRef {
+    unsafe fn slot_for_send(&self, hdr: Header, buf: *const c_void, n: usize) -> SlotRef {
         unsafe {
             let s = self.lock().slots.take();
             let p = s.ptr();
@@ -485,6 +480,33 @@ impl Engine {
         req: *mut Request,
     ) -> c_int {
         unsafe {
+            match self.post_send_slot(mode, &dep, hdr, buf, n, dest, tag, comm, req) {
+                Ok(s) => {
+                    self.lock().track_light_send(key(*req), s, dep.ready);
+                    abi::SUCCESS
+                }
+                Err(rc) => rc,
+            }
+        }
+    }
+
+    /// Posts `isend_slot`'s send, its request in `*req`, without entering
+    /// it in the request table (`sendrecv_slots` keeps it to itself): the
+    /// slot, or MPI's error with the slot given back.
+    #[inline(always)]
+    pub(super) unsafe fn post_send_slot(
+        &self,
+        mode: Mode,
+        dep: &loggp_core::Departure,
+        hdr: Header,
+        buf: *const c_void,
+        n: usize,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> Result<SlotRef, c_int> {
+        unsafe {
             let s = self.slot_for_send(hdr, buf, n);
             s.slot().complete_at = dep.complete_at;
             let real = match mode {
@@ -501,13 +523,12 @@ impl Engine {
                 comm,
                 req,
             );
-            let mut st = self.lock();
             if ok(rc) {
-                st.track_light_send(key(*req), s, dep.ready);
+                Ok(s)
             } else {
-                st.slots.give(s);
+                self.lock().slots.give(s);
+                Err(rc)
             }
-            rc
         }
     }
 
