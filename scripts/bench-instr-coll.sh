@@ -11,7 +11,8 @@
 # start-up and MPI_Finalize. Prints per Allreduce and rank: the shim's own
 # instructions (its functions' self counts) with the largest of them,
 # malloc/calloc/free (all callers: the shim's collectives allocated per
-# step), and the library's datatype queries. Whole-rank totals are not
+# step), the library's datatype queries, and its MPI_Reduce_local with
+# what it calls (the shim reduces predefined types itself). Whole-rank totals are not
 # printed: the ranks' waiting loops make them noisy. Needs valgrind and
 # scripts/build.sh; SHIM=PATH measures another build. One MPI job at a time.
 set -euo pipefail
@@ -51,6 +52,19 @@ def self_counts(path):
         d[("shim" if shim else obj.rsplit("/", 1)[-1], name)] += int(m.group(1).replace(",", ""))
     return d
 
+def library_reductions(path):
+    # The library's MPI_Reduce_local with all it calls (inclusive): what the
+    # shim paid for a local reduction before it computed the predefined
+    # ones itself (loggp_core::reduce).
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=yes",
+                           "--threshold=100", path], capture_output=True, text=True).stdout
+    n = 0
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+\?\?\?:PMPI_Reduce_local\s", line)
+        if m:
+            n += int(m.group(1).replace(",", ""))
+    return n
+
 print(f"bench-instr-coll: {mpi}, np=2, {what}; shim: LOGGP_VT=on {extra}".rstrip())
 print("instructions per call (callgrind)")
 for rank in (0, 1):
@@ -60,8 +74,10 @@ for rank in (0, 1):
     alloc = sum(v for k, v in diff.items() if k[0].startswith("libc.so")
                 and re.search(r"malloc|calloc|free|realloc", k[1]))
     types = sum(v for k, v in diff.items() if re.search(r"Type_|datatype", k[1]))
+    red = (library_reductions(f"{out}/cg.6000.{rank}")
+           - library_reductions(f"{out}/cg.2000.{rank}")) / calls
     print(f"  rank {rank}: shim's own {sum(shim.values()):6.0f}   malloc/calloc/free {alloc:5.0f}"
-          f"   datatype queries {types:5.0f}")
+          f"   datatype queries {types:5.0f}   library's MPI_Reduce_local {red:5.0f}")
     for (_, name), v in sorted(shim.items(), key=lambda kv: -kv[1])[:8]:
         print(f"      {v:6.0f}  {name[:90]}")
 PY

@@ -11,6 +11,8 @@
 //!   sub-communicators: natively, then through the shim at np = 2, 3, 4, 5
 //!   with the default algorithms and with every other algorithm forced by
 //!   `LOGGP_COLL_<OP>`.
+//! - The predefined reductions the shim computes itself, bit for bit the
+//!   library's MPI_Reduce_local (`coll ops`, every MPI, wheels included).
 //! - The nonblocking forms (Ibarrier, Ibcast, … Iexscan): the same checks
 //!   through `coll_nb.c`, several in flight at once, and MPI's progress rule
 //!   (`icoll.c`); Ibarrier+Wait feels L like Barrier.
@@ -73,6 +75,43 @@ fn correctness(mpi: Mpi) {
         Via::Direct,
         &[("LOGGP_L", "+5us"), ("LOGGP_O_S", "1us")],
     );
+}
+
+/// `coll ops` at 2 ranks: the predefined reductions the shim computes
+/// itself (`loggp_core::reduce`) give what the library's own
+/// MPI_Reduce_local gives, bit for bit, on the values where operand order
+/// or the library's build show (±0, NaN, unsigned comparison: Open MPI
+/// 4.1 and MPICH 4.0 differ there, and the wheels' 5.0 from both).
+fn reduce_ops(mpi: Mpi) {
+    let mut job = Job::new(mpi, "coll")
+        .np(2)
+        .via(Via::Direct)
+        .vars(&[("LOGGP_VT", "on")])
+        .args(&["ops"]);
+    job.timeout = Duration::from_secs(60);
+    let out = job.run();
+    out.expect_pass("coll ops: ok");
+    assert!(out.shim_lines().is_empty(), "{}", out.describe());
+}
+
+#[test]
+fn coll_reduce_ops_openmpi() {
+    reduce_ops(Mpi::OpenMpi);
+}
+
+#[test]
+fn coll_reduce_ops_mpich() {
+    reduce_ops(Mpi::Mpich);
+}
+
+#[test]
+fn coll_reduce_ops_openmpi5() {
+    reduce_ops(Mpi::OpenMpi5);
+}
+
+#[test]
+fn coll_reduce_ops_mpich5() {
+    reduce_ops(Mpi::Mpich5);
 }
 
 /// Every non-default algorithm, in four profiles.

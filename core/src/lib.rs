@@ -16,6 +16,7 @@ pub mod lifecycle;
 pub mod mpilib;
 pub mod oncemap;
 pub mod prtt;
+pub mod reduce;
 pub mod sched;
 pub mod spread;
 pub mod stash;

@@ -47,6 +47,8 @@ int main(void) {
 #error "neither Open MPI nor MPICH"
 #endif
   if (sizeof(MPI_Aint) != 8 || sizeof(MPI_Count) != 8) failed = 1;
+  /* The shim reduces MPI_LONG as 64 bits and MPI_INT as 32 (coll/ctx.rs). */
+  if (sizeof(long) != 8 || sizeof(int) != 4 || sizeof(long long) != 8) failed = 1;
   printf("pub const STATUS_SIZE: usize = %zu;\n", sizeof(MPI_Status));
   printf("pub const STATUS_ALIGN: usize = %zu;\n", _Alignof(MPI_Status));
   printf("pub const OFF_SOURCE: usize = %zu;\n", offsetof(MPI_Status, MPI_SOURCE));
@@ -88,6 +90,21 @@ int main(void) {
   H("DATATYPE_NULL", MPI_DATATYPE_NULL, ompi_mpi_datatype_null);
   H("UINT64_T", MPI_UINT64_T, ompi_mpi_uint64_t);
   H("DOUBLE", MPI_DOUBLE, ompi_mpi_double);
+  H("INT", MPI_INT, ompi_mpi_int);
+  H("LONG", MPI_LONG, ompi_mpi_long);
+  H("LONG_LONG", MPI_LONG_LONG, ompi_mpi_long_long_int);
+  H("UNSIGNED", MPI_UNSIGNED, ompi_mpi_unsigned);
+  H("UNSIGNED_LONG", MPI_UNSIGNED_LONG, ompi_mpi_unsigned_long);
+  H("UNSIGNED_LONG_LONG", MPI_UNSIGNED_LONG_LONG, ompi_mpi_unsigned_long_long);
+  H("INT32_T", MPI_INT32_T, ompi_mpi_int32_t);
+  H("INT64_T", MPI_INT64_T, ompi_mpi_int64_t);
+  H("UINT32_T", MPI_UINT32_T, ompi_mpi_uint32_t);
+  H("FLOAT", MPI_FLOAT, ompi_mpi_float);
+  H("DOUBLE_PRECISION", MPI_DOUBLE_PRECISION, ompi_mpi_dblprec);
+  H("REAL", MPI_REAL, ompi_mpi_real);
+  H("INTEGER", MPI_INTEGER, ompi_mpi_integer);
+  H("OP_SUM", MPI_SUM, ompi_mpi_op_sum);
+  H("OP_PROD", MPI_PROD, ompi_mpi_op_prod);
   H("OP_MAX", MPI_MAX, ompi_mpi_op_max);
   H("OP_MIN", MPI_MIN, ompi_mpi_op_min);
   H("ERRORS_RETURN", MPI_ERRORS_RETURN, ompi_mpi_errors_return);

@@ -9,6 +9,8 @@
  * form (MPI_Ibcast, ...) completed at once.
  *
  *   coll check            all checks; rank 0 prints "coll check: ok ..."
+ *   coll ops              (np = 2) predefined reductions bit for bit as the
+ *                         library's MPI_Reduce_local: "coll ops: ok ..."
  *   coll barrier <reps>   times <reps> barriers: "coll barrier: barrier_us=..."
  *   coll time <op> <ints> <reps>   op = barrier, bcast, reduce, allreduce,
  *                         alltoall: "coll time <op> n=<ints>: us=<median> ...
@@ -471,6 +473,131 @@ static void check_double(MPI_Comm comm, int p, int r) {
   free(in), free(out);
 }
 
+/* Every C type and MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN, which the shim
+ * reduces itself (loggp_core::reduce), with values whose result does not
+ * depend on the order of the operands: integers wrap (the reference is
+ * computed in unsigned arithmetic), floating values are small integers
+ * (exact). Counts 7 and 9001 (the latter runs Rabenseifner's halving at
+ * 8-byte types). Unsigned values stay below 2^(w-1): Debian's MPICH 4.0
+ * (every unsigned type) and Open MPI 4.1 (MPI_UNSIGNED_LONG) compare
+ * unsigned maxima and minima as signed, natively; the shim leaves those to
+ * the library (`coll ops` checks that it gives the library's answer). */
+#define DEF_TYPED(NAME, T, U, DT, FLT, UNS)                                     \
+  static T tv_##NAME(int r, int i) {                                           \
+    if (FLT) return (T)((r * 7 + i * 3) % 11 - 5);                             \
+    U v = (U)(r + 1) * (U)2654435761u + (U)i * (U)40503u - (U)(r * i);         \
+    return (T)(UNS ? v >> 1 : v);                                              \
+  }                                                                            \
+  static T fold_##NAME(int o, T a, T b) {                                      \
+    switch (o) {                                                               \
+      case 0: return FLT ? (T)(a + b) : (T)((U)a + (U)b);                      \
+      case 1: return FLT ? (T)(a * b) : (T)((U)a * (U)b);                      \
+      case 2: return a > b ? a : b;                                            \
+      default: return a < b ? a : b;                                           \
+    }                                                                          \
+  }                                                                            \
+  static void typed_##NAME(MPI_Comm comm, int p, int r) {                      \
+    static const int ns[2] = {7, 9001};                                        \
+    MPI_Op ops[4] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};                     \
+    for (int k = 0; k < 2; k++) {                                              \
+      int n = ns[k];                                                           \
+      T *in = malloc(sizeof(T) * (size_t)n), *out = malloc(sizeof(T) * (size_t)(n + 1)); \
+      for (int o = 0; o < 4; o++) {                                            \
+        for (int i = 0; i < n; i++) in[i] = tv_##NAME(r, i), out[i] = 0;       \
+        out[n] = (T)77;                                                        \
+        MPI_OK(MPI_Allreduce(in, out, n, DT, ops[o], comm));                   \
+        for (int i = 0; i < n; i++) {                                          \
+          T e = tv_##NAME(0, i);                                               \
+          for (int q = 1; q < p; q++) e = fold_##NAME(o, e, tv_##NAME(q, i));  \
+          CHECK(!memcmp(&out[i], &e, sizeof(T)), "allreduce %s op %d n=%d i=%d", #DT, o, n, i); \
+        }                                                                      \
+        CHECK(out[n] == (T)77, "allreduce %s wrote past the end", #DT);        \
+        for (int i = 0; i < n; i++) out[i] = 0;                                \
+        MPI_OK(MPI_Reduce(in, out, n, DT, ops[o], p - 1, comm));               \
+        for (int i = 0; i < n && r == p - 1; i++) {                            \
+          T e = tv_##NAME(0, i);                                               \
+          for (int q = 1; q < p; q++) e = fold_##NAME(o, e, tv_##NAME(q, i));  \
+          CHECK(!memcmp(&out[i], &e, sizeof(T)), "reduce %s op %d n=%d i=%d", #DT, o, n, i); \
+        }                                                                      \
+      }                                                                        \
+      free(in), free(out);                                                     \
+    }                                                                          \
+  }
+DEF_TYPED(int, int, unsigned, MPI_INT, 0, 0)
+DEF_TYPED(long, long, unsigned long, MPI_LONG, 0, 0)
+DEF_TYPED(llong, long long, unsigned long long, MPI_LONG_LONG, 0, 0)
+DEF_TYPED(uint, unsigned, unsigned, MPI_UNSIGNED, 0, 1)
+DEF_TYPED(ulong, unsigned long, unsigned long, MPI_UNSIGNED_LONG, 0, 1)
+DEF_TYPED(ullong, unsigned long long, unsigned long long, MPI_UNSIGNED_LONG_LONG, 0, 1)
+DEF_TYPED(i32, int32_t, uint32_t, MPI_INT32_T, 0, 0)
+DEF_TYPED(i64, int64_t, uint64_t, MPI_INT64_T, 0, 0)
+DEF_TYPED(u32, uint32_t, uint32_t, MPI_UINT32_T, 0, 1)
+DEF_TYPED(u64, uint64_t, uint64_t, MPI_UINT64_T, 0, 1)
+DEF_TYPED(flt, float, unsigned, MPI_FLOAT, 1, 0)
+DEF_TYPED(dbl, double, unsigned, MPI_DOUBLE, 1, 0)
+
+static void check_typed(MPI_Comm comm, int p, int r) {
+  typed_int(comm, p, r), typed_long(comm, p, r), typed_llong(comm, p, r);
+  typed_uint(comm, p, r), typed_ulong(comm, p, r), typed_ullong(comm, p, r);
+  typed_i32(comm, p, r), typed_i64(comm, p, r), typed_u32(comm, p, r);
+  typed_u64(comm, p, r), typed_flt(comm, p, r), typed_dbl(comm, p, r);
+}
+
+/* `coll ops` (np = 2, default algorithms): the values where the operand
+ * order shows (signed zeros, NaN on either side, infinities, overflow),
+ * rank 0's v0 and rank 1's v1: the Allreduce must be bit for bit what the
+ * library's own MPI_Reduce_local(v0, v1) leaves in v1 (rank order, "v0 op
+ * v1"; the shim reduces these types itself). */
+static void ops_one(MPI_Datatype dt, size_t w, const void *v0, const void *v1, int n, const char *what) {
+  MPI_Op ops[4] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
+  char *ref = malloc(w * (size_t)n), *out = malloc(w * (size_t)n);
+  for (int o = 0; o < 4; o++) {
+    memcpy(ref, v1, w * (size_t)n);
+    MPI_OK(MPI_Reduce_local(v0, ref, n, dt, ops[o]));
+    memset(out, 0x5a, w * (size_t)n);
+    MPI_OK(MPI_Allreduce(R == 0 ? v0 : v1, out, n, dt, ops[o], MPI_COMM_WORLD));
+    for (int i = 0; i < n; i++)
+      CHECK(!memcmp(out + w * (size_t)i, ref + w * (size_t)i, w), "ops %s op %d element %d differs from MPI_Reduce_local", what, o, i);
+  }
+  free(ref), free(out);
+}
+
+static void check_ops(void) {
+  double nan = __builtin_nan(""), inf = __builtin_inf();
+  /* Values that decide every result alone (what the shim computes itself),
+   * then the ones where the library's choices show (which it leaves to the
+   * library). */
+  double e0[] = {1.5, -3.0, inf, -inf, 1e308, 7.0, -0.0, 2.0};
+  double e1[] = {2.5, -4.0, 3.0, 1.0, 1e308, 7.0, -0.0, -1.0};
+  ops_one(MPI_DOUBLE, sizeof(double), e0, e1, 8, "double, decided by the values");
+  float g0[8], g1[8];
+  for (int i = 0; i < 8; i++) g0[i] = (float)e0[i], g1[i] = (float)e1[i];
+  g0[4] = 3e38f, g1[4] = 3e38f;
+  ops_one(MPI_FLOAT, sizeof(float), g0, g1, 8, "float, decided by the values");
+  /* Sums of two NaNs are left out: which payload the addition keeps is
+   * the compiler's choice of operand order, in the library as here. */
+  double d0[] = {-0.0, 0.0, nan, 1.0, inf, -0.0, -3.0, 0.0, 1e308, -nan};
+  double d1[] = {0.0, -0.0, 1.0, nan, -inf, -0.0, 0.0, -5.0, 1e308, 2.0};
+  ops_one(MPI_DOUBLE, sizeof(double), d0, d1, 10, "double");
+  float f0[10], f1[10];
+  for (int i = 0; i < 10; i++) f0[i] = (float)d0[i], f1[i] = (float)d1[i];
+  f0[8] = 3e38f, f1[8] = 3e38f;
+  ops_one(MPI_FLOAT, sizeof(float), f0, f1, 10, "float");
+  int i0[] = {INT32_MAX, INT32_MIN, -1, 0, 65537};
+  int i1[] = {1, -1, INT32_MIN, INT32_MIN, 65537};
+  ops_one(MPI_INT, sizeof(int), i0, i1, 5, "int");
+  long long l0[] = {INT64_MAX, INT64_MIN, -1, 3};
+  long long l1[] = {1, -1, INT64_MIN, -3};
+  ops_one(MPI_LONG_LONG, sizeof(long long), l0, l1, 4, "long long");
+  /* Unsigned maximum and minimum: Debian's MPICH 4.0 compares them as
+   * signed, and the shim keeps the library's answer. */
+  unsigned long long u0[] = {~0ull, 0, 1ull << 63};
+  unsigned long long u1[] = {2, ~0ull, 1ull << 63};
+  ops_one(MPI_UNSIGNED_LONG_LONG, sizeof(unsigned long long), u0, u1, 3, "unsigned long long");
+  unsigned long ul0[] = {~0ul, 5}, ul1[] = {2, 1ul << 63};
+  ops_one(MPI_UNSIGNED_LONG, sizeof(unsigned long), ul0, ul1, 2, "unsigned long");
+}
+
 static void check_all(MPI_Comm comm) {
   int p, r;
   MPI_Comm_size(comm, &p);
@@ -481,6 +608,7 @@ static void check_all(MPI_Comm comm) {
   check_gathers(comm, p, r);
   check_v(comm, p, r);
   check_double(comm, p, r);
+  check_typed(comm, p, r);
   MPI_OK(MPI_Barrier(comm));
 }
 
@@ -516,6 +644,10 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Comm_free(&dup));
     MPI_OK(MPI_Barrier(MPI_COMM_SELF));
     if (R == 0) printf("coll check: ok np=%d checks=%ld\n", P, n_checks);
+  } else if (!strcmp(mode, "ops")) {
+    CHECK(P == 2, "coll ops runs on 2 ranks, not %d", P);
+    check_ops();
+    if (R == 0) printf("coll ops: ok checks=%ld\n", n_checks);
   } else if (!strcmp(mode, "barrier")) {
     int reps = argc > 2 ? atoi(argv[2]) : 50;
     double *t = malloc(sizeof(double) * (size_t)reps);

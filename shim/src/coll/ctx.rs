@@ -5,6 +5,7 @@
 use crate::abi::{self, Comm, Datatype, Op, Request, Status};
 use crate::engine::{Engine, Mode, Small};
 use crate::real;
+use loggp_core::reduce::{self, Elem, Fun};
 use std::ffi::{c_int, c_void};
 use std::future::Future;
 use std::pin::Pin;
@@ -405,6 +406,10 @@ impl Ctx {
 
 /// `inout = in op inout` (MPI_Reduce_local: the first argument is the left
 /// operand, MPI-3.1 §5.9.7), for predefined and user-defined operations.
+/// Sum, product, maximum and minimum of the C and Fortran integer and
+/// floating types are computed here (`loggp_core::reduce`, bit for bit the
+/// library's result, or left to the library where its own choices decide
+/// it); the rest, and those when the buffers overlap, by the library.
 pub unsafe fn reduce_local(
     inp: *const c_void,
     inout: *mut c_void,
@@ -416,7 +421,88 @@ pub unsafe fn reduce_local(
         if n == 0 {
             return Ok(());
         }
+        if let Some((e, f)) = fast_op(dt, op) {
+            let bytes = e.size().saturating_mul(n);
+            let (a, b) = (inp as usize, inout as usize);
+            // Distinct buffers, as MPI_Reduce_local requires (else the
+            // library says so).
+            if (a.saturating_add(bytes) <= b || b.saturating_add(bytes) <= a)
+                && reduce::apply(
+                    e,
+                    f,
+                    std::slice::from_raw_parts(inp.cast::<u8>(), bytes),
+                    std::slice::from_raw_parts_mut(inout.cast::<u8>(), bytes),
+                )
+            {
+                return Ok(());
+            }
+        }
         chk(real::PMPI_Reduce_local(inp, inout, int(n)?, dt, op))
+    }
+}
+
+/// The predefined types and operations `reduce_local` applies itself
+/// (`loggp_core::reduce`), by handle; resolved at the first reduction.
+struct FastOps {
+    types: Vec<(usize, Elem)>,
+    ops: [(usize, Fun); 4],
+}
+
+static FAST: std::sync::OnceLock<FastOps> = std::sync::OnceLock::new();
+
+/// `(element, operation)` when `dt` is one of the types and `op` one of
+/// MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN that `loggp_core::reduce` may
+/// compute (`handled`).
+#[inline]
+unsafe fn fast_op(dt: Datatype, op: Op) -> Option<(Elem, Fun)> {
+    let t = FAST.get_or_init(|| unsafe { FastOps::resolve() });
+    let (d, o) = (abi::key(dt), abi::key(op));
+    let f = t.ops.iter().find(|x| x.0 == o)?.1;
+    let e = t.types.iter().find(|x| x.0 == d)?.1;
+    reduce::handled(e, f).then_some((e, f))
+}
+
+impl FastOps {
+    unsafe fn resolve() -> FastOps {
+        use abi::HandleConst as H;
+        let types: [(H, Elem); 15] = [
+            (abi::DOUBLE, Elem::F64),
+            (abi::INT, Elem::I32),
+            (abi::FLOAT, Elem::F32),
+            (abi::LONG, Elem::I64),
+            (abi::LONG_LONG, Elem::I64),
+            (abi::UNSIGNED, Elem::U32),
+            (abi::UNSIGNED_LONG, Elem::U64),
+            (abi::UNSIGNED_LONG_LONG, Elem::U64),
+            (abi::INT32_T, Elem::I32),
+            (abi::INT64_T, Elem::I64),
+            (abi::UINT32_T, Elem::U32),
+            (abi::UINT64_T, Elem::U64),
+            // Fortran's, where the library's are of these widths.
+            (abi::DOUBLE_PRECISION, Elem::F64),
+            (abi::REAL, Elem::F32),
+            (abi::INTEGER, Elem::I32),
+        ];
+        let ops = [
+            (abi::OP_SUM, Fun::Sum),
+            (abi::OP_PROD, Fun::Prod),
+            (abi::OP_MAX, Fun::Max),
+            (abi::OP_MIN, Fun::Min),
+        ];
+        // A type this MPI lacks, or of another width than expected, is left
+        // to the library.
+        let types = types
+            .iter()
+            .filter_map(|&(h, e)| {
+                let dt = h.get()?;
+                let mut size: c_int = 0;
+                let ok = unsafe { real::PMPI_Type_size(dt, &mut size) } == abi::SUCCESS;
+                (ok && usize::try_from(size).ok() == Some(e.size())).then(|| (abi::key(dt), e))
+            })
+            .collect();
+        // An operation it lacks matches no handle (0 is none's).
+        let ops = ops.map(|(h, f)| (h.get().map_or(0, abi::key), f));
+        FastOps { types, ops }
     }
 }
 
