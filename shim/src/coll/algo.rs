@@ -11,7 +11,7 @@
 //! products can differ from it in the last bits, as between two MPI
 //! libraries (each associates in its own way).
 
-use super::ctx::{commutative, count, reduce_local, Ctx, Tmp, Ty, R};
+use super::ctx::{self, commutative, count, reduce_local, Ctx, Inline, Tmp, Ty, R};
 use crate::abi::{self, Datatype, Op, Request};
 use loggp_core::coll::{Alg, Choice};
 use loggp_core::sched::{
@@ -200,18 +200,18 @@ pub async unsafe fn reduce(
         let vr = to_virtual(r, troot, p);
         let real = |v: usize| to_real(v, troot, p);
         let tr = tree(alg, vr, p);
-        let mut acc = Tmp::new(&t, n);
-        c.copy(inbuf, n, dt, acc.p(), n, dt)?;
-        let mut tmp = if tr.children.is_empty() {
-            None
-        } else {
-            Some(Tmp::new(&t, n))
-        };
+        // Small ones in place, not from the engine's pool (`ctx::scratch`).
+        let (mut inline_acc, mut heap_acc) = (Inline::default(), None);
+        let acc = ctx::scratch(&t, n, &mut inline_acc, &mut heap_acc);
+        c.copy_as(&t, inbuf, acc, n, dt)?;
+        let (mut inline_tmp, mut heap_tmp) = (Inline::default(), None);
+        let tmp =
+            (!tr.children.is_empty()).then(|| ctx::scratch(&t, n, &mut inline_tmp, &mut heap_tmp));
         let mut reqs: Vec<Request> = Vec::new();
         for (s, len) in segments(n, seg_elems(ch.seg, &t, n)) {
-            let a = t.at(acc.p(), s);
-            if let Some(tmp) = tmp.as_mut() {
-                let b = t.at(tmp.p(), s);
+            let a = t.at(acc, s);
+            if let Some(tmp) = tmp {
+                let b = t.at(tmp, s);
                 for &k in &tr.children {
                     c.recv(b, len, dt, real(k)).await?;
                     if commute {
@@ -230,10 +230,10 @@ pub async unsafe fn reduce(
         c.waitall(&mut reqs).await?;
         if troot == root {
             if r == root {
-                c.copy(acc.p(), n, dt, out, n, dt)?;
+                c.copy_as(&t, acc, out, n, dt)?;
             }
         } else if r == troot {
-            c.send(acc.p(), n, dt, root).await?;
+            c.send(acc, n, dt, root).await?;
         } else if r == root {
             c.recv(out, n, dt, troot).await?;
         }
@@ -288,10 +288,11 @@ pub async unsafe fn allreduce(
             }
             Doubling::Core { extra, peers } => {
                 let t = Ty::of(dt);
-                let mut tmp = Tmp::new(&t, n);
-                c.copy(inbuf, n, dt, out, n, dt)?;
+                let (mut inline, mut heap) = (Inline::default(), None);
+                let scratch = ctx::scratch(&t, n, &mut inline, &mut heap);
+                c.copy_as(&t, inbuf, out, n, dt)?;
                 // `acc` holds this rank's partial result, `other` receives.
-                let (mut acc, mut other) = (out, tmp.p());
+                let (mut acc, mut other) = (out, scratch);
                 if let Some(e) = extra {
                     c.recv(other, n, dt, e).await?;
                     reduce_local(other, acc, n, dt, op)?;
@@ -308,7 +309,7 @@ pub async unsafe fn allreduce(
                 if let Some(e) = extra {
                     c.send(acc, n, dt, e).await?;
                 }
-                c.copy(acc, n, dt, out, n, dt)
+                c.copy_as(&t, acc, out, n, dt)
             }
         }
     }

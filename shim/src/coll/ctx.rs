@@ -359,6 +359,28 @@ impl Ctx {
         }
     }
 
+    /// `copy` of `n` elements of one type, whose geometry `t` the caller
+    /// has already (no second lookup).
+    pub unsafe fn copy_as(
+        &self,
+        t: &Ty,
+        src: *const c_void,
+        dst: *mut c_void,
+        n: usize,
+        dt: Datatype,
+    ) -> R {
+        unsafe {
+            if n == 0 || src == dst.cast_const() {
+                return Ok(());
+            }
+            if t.contiguous() {
+                std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), t.bytes(n));
+                return Ok(());
+            }
+            self.copy(src, n, dt, dst, n, dt)
+        }
+    }
+
     /// Packs `n × dt` at `buf` into `out` at `*pos` (MPI_Pack).
     pub unsafe fn pack(
         &self,
@@ -605,6 +627,23 @@ impl Tmp {
     pub fn p(&mut self) -> *mut c_void {
         self.v.as_mut_ptr().wrapping_offset(self.shift).cast()
     }
+}
+
+/// Scratch space of the caller's own for a temporary of at most this many
+/// bytes (`scratch`).
+pub type Inline = [u64; 8];
+
+/// A temporary buffer for `n` elements of `t`: `inline` (a local of the
+/// caller's, which must not move while the pointer is in use: a local of a
+/// blocking function, or of an async one, whose future is pinned before it
+/// runs) when the elements fit there, else a `Tmp` kept in `heap`. An
+/// 8-byte Allreduce then takes no buffer from the engine's pool (a `Tmp`
+/// and its drop cost ~110 instructions, `scripts/bench-instr-coll.sh`).
+pub fn scratch(t: &Ty, n: usize, inline: &mut Inline, heap: &mut Option<Tmp>) -> *mut c_void {
+    if t.contiguous() && t.bytes(n) <= std::mem::size_of::<Inline>() {
+        return inline.as_mut_ptr().cast();
+    }
+    heap.insert(Tmp::new(t, n)).p()
 }
 
 impl Drop for Tmp {
