@@ -722,6 +722,15 @@ unsafe fn invalid(comm: Comm, counts: &[c_int], root: Option<c_int>) -> bool {
         let Some(root) = root else {
             return false;
         };
+        // The communicator the last blocking collective ran on: its size is
+        // known (no MPI_Comm_size).
+        if crate::clock::one_thread() {
+            if let Some((k, _, _, size)) = *LAST.get() {
+                if k == key(comm) && (0..size).contains(&root) {
+                    return false;
+                }
+            }
+        }
         let mut size: c_int = 0;
         if real::PMPI_Comm_size(comm, &mut size) == abi::SUCCESS && (0..size).contains(&root) {
             return false;
