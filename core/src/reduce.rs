@@ -13,13 +13,12 @@
 //! `MPI_Reduce_local(in, inout)` leaves in `inout` where the values alone
 //! decide it, and declines (returns `false`, `inout` untouched) where the
 //! library's own choices show, so that the caller asks the library:
-//! - maximum and minimum of floating values that compare neither greater
-//!   nor smaller but differ in their bits (±0, NaN): which one the
-//!   library keeps depends on its build and the count (Open MPI 4.1's
-//!   vectorised loop keeps `inout`, its scalar loop and MPICH keep `in`,
-//!   `tests/progs/coll.c`'s `ops` mode);
-//! - sums and products of two different NaNs (which payload survives is
-//!   the library's compiler's choice of operand order);
+//! - maximum and minimum where a pair is two zeros or holds a NaN: which
+//!   one the library keeps (±0, or which NaN) depends on its build and
+//!   the count (Open MPI 4.1's vectorised loop keeps `inout`, its scalar
+//!   loop and MPICH keep `in`, `tests/progs/coll.c`'s `ops` mode);
+//! - sums and products where a pair is two NaNs (which payload survives
+//!   is the library's compiler's choice of operand order);
 //! - maximum and minimum of unsigned types, which Debian's MPICH 4.0
 //!   compares as signed (all of them) and Open MPI 4.1 too
 //!   (MPI_UNSIGNED_LONG): `handled` says no.
@@ -88,26 +87,30 @@ macro_rules! int_fun {
     };
 }
 
-/// True when some element pair of `inp` and `inout` is one whose result
-/// the library's choices decide (see above).
+/// True when some element pair of `inp` and `inout` may be one whose
+/// result the library's choices decide (see above): for maximum and
+/// minimum, both zero or either a NaN; for sum and product, both NaN.
+/// Every pair is looked at with float compares and no early exit, so that
+/// the loop vectorises (a scan with `any`, or on the bits as 64-bit
+/// integers, which SSE2 cannot compare, cost 2-7 times the operation).
 macro_rules! float_undecided {
     ($t:ty, $f:expr, $inp:expr, $io:expr) => {{
         const W: usize = std::mem::size_of::<$t>();
         let order = matches!($f, Fun::Max | Fun::Min);
-        $io.chunks_exact(W).zip($inp.chunks_exact(W)).any(|(o, i)| {
+        let mut seen = false;
+        for (o, i) in $io.chunks_exact(W).zip($inp.chunks_exact(W)) {
             let mut x = [0u8; W];
             x.copy_from_slice(o);
             let mut y = [0u8; W];
             y.copy_from_slice(i);
             let (a, b) = (<$t>::from_ne_bytes(x), <$t>::from_ne_bytes(y));
-            a.to_bits() != b.to_bits()
-                && if order {
-                    // Equal, or unordered (a NaN).
-                    matches!(a.partial_cmp(&b), Some(std::cmp::Ordering::Equal) | None)
-                } else {
-                    a.is_nan() && b.is_nan()
-                }
-        })
+            seen |= if order {
+                ((a == 0.0) & (b == 0.0)) | a.is_nan() | b.is_nan()
+            } else {
+                a.is_nan() & b.is_nan()
+            };
+        }
+        seen
     }};
 }
 
@@ -218,6 +221,7 @@ mod tests {
     /// NaN), nothing is written and the library is asked.
     #[test]
     fn floats_are_applied_only_where_the_values_decide() {
+        // Equal values (2.5) decide it too.
         let inp = bytes(&[1.0f64, -3.0, f64::INFINITY, 2.5]);
         let mut io = bytes(&[2.0f64, -4.0, 7.0, 2.5]);
         assert!(apply(Elem::F64, Fun::Max, &inp, &mut io));
