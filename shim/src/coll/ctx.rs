@@ -525,10 +525,16 @@ impl FastOps {
         ];
         // A type this MPI lacks, or of another width than expected, is left
         // to the library.
+        // A Fortran type of a library built without Fortran may be the
+        // null handle (whose size query would raise an error).
+        let null = abi::DATATYPE_NULL.get().map(abi::key);
         let types = types
             .iter()
             .filter_map(|&(h, e)| {
                 let dt = h.get()?;
+                if Some(abi::key(dt)) == null {
+                    return None;
+                }
                 let mut size: c_int = 0;
                 let ok = unsafe { real::PMPI_Type_size(dt, &mut size) } == abi::SUCCESS;
                 (ok && usize::try_from(size).ok() == Some(e.size())).then(|| (abi::key(dt), e))
