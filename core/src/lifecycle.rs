@@ -231,6 +231,10 @@ impl<K: HandleKey + Hash, P, S: BuildHasher, L: LightData<P>> Table<K, P, S, L> 
     pub fn contains(&self, k: K) -> bool {
         self.light.contains(k) || self.live.contains_key(&k)
     }
+    /// Whether `k` is held by a light entry alone.
+    pub fn is_light(&self, k: K) -> bool {
+        self.light.contains(k)
+    }
     pub fn kind(&self, k: K) -> Option<Kind> {
         if let Some(l) = self.light.get(k) {
             return Some(l.kind());
