@@ -445,6 +445,16 @@ unsafe fn forget_last() {
     }
 }
 
+/// `LAST`'s private duplicate, rank and size when it is `comm`'s.
+unsafe fn last_of(comm: Comm) -> Option<(Comm, c_int, c_int)> {
+    if !crate::clock::one_thread() {
+        return None;
+    }
+    // SAFETY: one thread calls MPI, and this is inside its call.
+    let (k, dup, rank, size) = unsafe { (*LAST.get())? };
+    (k == key(comm)).then_some((dup, rank, size))
+}
+
 /// `ctx` for a blocking collective: the private duplicate from the
 /// communicator's entry once one was found made, else through `ctx`
 /// (which makes it, or waits for its MPI_Comm_idup), remembered then.
@@ -452,39 +462,30 @@ unsafe fn blocking_ctx(comm: Comm, name: &str, op: Op) -> R<Ctx> {
     unsafe {
         let e = engine::get();
         let k = key(comm);
-        let one = crate::clock::one_thread();
-        let tag = 100 + op as c_int;
-        if one {
-            if let Some((lk, dup, rank, size)) = *LAST.get() {
-                if lk == k {
-                    return Ok(Ctx {
-                        e,
-                        comm: dup,
-                        rank,
-                        size,
-                        tag,
-                        nb: false,
-                        inter: false,
-                    });
+        let known = match last_of(comm) {
+            Some((dup, rank, size)) => Some((dup, rank, size, false)),
+            None => {
+                let found = comms()
+                    .as_ref()
+                    .and_then(|m| m.get(&k))
+                    .and_then(|en| Some((en.ready?, en.rank, en.size, en.inter)));
+                match found {
+                    Some((_, _, _, true)) => inter_supported_or_stop(comm, name, op),
+                    Some((dup, rank, size, false)) if crate::clock::one_thread() => {
+                        *LAST.get() = Some((k, dup, rank, size));
+                    }
+                    _ => {}
                 }
+                found
             }
-        }
-        let known = comms()
-            .as_ref()
-            .and_then(|m| m.get(&k))
-            .and_then(|en| Some((en.ready?, en.rank, en.size, en.inter)));
+        };
         if let Some((dup, rank, size, inter)) = known {
-            if inter {
-                inter_supported_or_stop(comm, name, op);
-            } else if one {
-                *LAST.get() = Some((k, dup, rank, size));
-            }
             return Ok(Ctx {
                 e,
                 comm: dup,
                 rank,
                 size,
-                tag,
+                tag: 100 + op as c_int,
                 nb: false,
                 inter,
             });
@@ -724,12 +725,8 @@ unsafe fn invalid(comm: Comm, counts: &[c_int], root: Option<c_int>) -> bool {
         };
         // The communicator the last blocking collective ran on: its size is
         // known (no MPI_Comm_size).
-        if crate::clock::one_thread() {
-            if let Some((k, _, _, size)) = *LAST.get() {
-                if k == key(comm) && (0..size).contains(&root) {
-                    return false;
-                }
-            }
+        if last_of(comm).is_some_and(|(_, _, size)| (0..size).contains(&root)) {
+            return false;
         }
         let mut size: c_int = 0;
         if real::PMPI_Comm_size(comm, &mut size) == abi::SUCCESS && (0..size).contains(&root) {

@@ -855,8 +855,7 @@ impl Engine {
             if !(self.idle_gate && self.idle_send)
                 || self.uses_seen
                 || len > 8
-                || self.stash_len.load(Ordering::Relaxed) | self.freed_len.load(Ordering::Relaxed)
-                    != 0
+                || !self.nothing_to_match_first()
             {
                 return None;
             }

@@ -133,8 +133,7 @@ impl Engine {
             // collective to progress meanwhile, no g_r to order deliveries.
             if dest == abi::PROC_NULL
                 || src == abi::PROC_NULL
-                || self.stash_len.load(Ordering::Relaxed) | self.freed_len.load(Ordering::Relaxed)
-                    != 0
+                || !self.nothing_to_match_first()
                 || jobs::must_poll()
                 || self.cfg.any_g_r()
             {

@@ -974,6 +974,14 @@ impl Engine {
         })
     }
 
+    /// No stashed message or freed receive that a new receive must be
+    /// matched against first: the light lane may be taken (Irecv,
+    /// Sendrecv, Testall).
+    #[inline(always)]
+    fn nothing_to_match_first(&self) -> bool {
+        self.stash_len.load(Ordering::Relaxed) | self.freed_len.load(Ordering::Relaxed) == 0
+    }
+
     #[inline(always)]
     fn lock(&self) -> StateGuard<'_> {
         let held = if !crate::clock::one_thread() {

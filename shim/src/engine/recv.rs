@@ -177,8 +177,7 @@ impl Engine {
         req: *mut Request,
     ) -> c_int {
         unsafe {
-            if self.stash_len.load(Ordering::Relaxed) | self.freed_len.load(Ordering::Relaxed) == 0
-            {
+            if self.nothing_to_match_first() {
                 if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
                     return self.irecv_slot(buf.cast(), cap, src, tag, comm, req);
                 }
