@@ -820,7 +820,7 @@ impl Engine {
 /// included (a Barrier's messages; a header that came alone has the other
 /// magic, `MAGIC_SPLIT`).
 #[inline(always)]
-unsafe fn landed_whole(s: SlotRef, got: usize) -> bool {
+pub(super) unsafe fn landed_whole(s: SlotRef, got: usize) -> bool {
     // SAFETY: the slot belongs to the receive being finished; its buffer
     // holds at least a header's bytes.
     unsafe { got >= HDR && got <= s.slot().len && s.ptr().cast::<u32>().read_unaligned() == MAGIC }
