@@ -627,7 +627,7 @@ impl Engine {
                 && !self.uses_seen
                 && !cancels_seen()
             {
-                self.waitall_light_recvs(keys, sts, !ignore, &mut rc_all)
+                self.waitall_light(keys, sts, !ignore, &mut rc_all)
             } else {
                 0
             };
@@ -683,20 +683,16 @@ impl Engine {
     }
 
     /// `waitall_native_first`'s usual case at zero knobs (an idle gate,
-    /// no arrivals read, no cancel seen, MPI's Waitall a success): the
-    /// light receives that landed whole, finished in one pass under one
-    /// borrow of the state, as `finish_light` would each (`deliver_slot`:
-    /// the count in the status where `want_count`, the copy to the
-    /// application's buffer, the received count, the slot's return), and
-    /// the light sends complete in the emulated machine (the slot's
-    /// return); other light requests through `finish_light` itself.
+    /// no arrivals read, no cancel seen, MPI's Waitall a success): its
+    /// light requests finished in one pass under one borrow of the state
+    /// (`finish_idle`), or where that declines through `finish_light`.
     /// Returns the index of the first request that is not a light one (or
     /// `keys.len()`): the general loop finishes the rest. (Request by
     /// request through that loop, the receiver's Waitall cost 211 of the
     /// shim's instructions per message of a 64-message window,
     /// `scripts/bench-instr.sh`.)
     #[inline(always)]
-    unsafe fn waitall_light_recvs(
+    unsafe fn waitall_light(
         &self,
         keys: &[Request],
         sts: &mut [Status],
@@ -716,26 +712,7 @@ impl Engine {
                     return i;
                 };
                 let st = &mut sts[i];
-                if !s.slot().recv && s.slot().complete_at == 0 {
-                    // A send, complete in the emulated machine.
-                    g.slots.give(s);
-                    continue;
-                }
-                let src = st.source();
-                let got = status_bytes(st, self.c.byte);
-                if s.slot().recv
-                    && src != abi::PROC_NULL
-                    && src != abi::ANY_SOURCE
-                    && super::recv::landed_whole(s, got)
-                {
-                    let payload = got - HDR;
-                    if want_count {
-                        set_status_bytes(st, self.c.byte, payload as u64);
-                    }
-                    copy_bytes(s.ptr().add(HDR), s.slot().buf, payload);
-                    g.recvs += 1;
-                    g.bytes_recv += payload as u64;
-                    g.slots.give(s);
+                if self.finish_idle(&mut g, s, st, want_count) {
                     continue;
                 }
                 // A send, a cancel, MPI_PROC_NULL, a truncation, a header
@@ -751,6 +728,50 @@ impl Engine {
                 }
             }
             keys.len()
+        }
+    }
+
+    /// Finishes light request `s` (status `st`, MPI's return code a
+    /// success) in the state `g` already borrowed, where that is all
+    /// `finish_light` would do at an idle gate with no arrivals read and no
+    /// cancel seen (the caller's conditions): a send complete in the
+    /// emulated machine (its slot back), or a receive that landed whole
+    /// (`deliver_slot`'s: the count in `st` where `want_count`, the copy
+    /// to the application's buffer, the received count, the slot back).
+    /// False for anything else, which the caller hands to `finish_light`
+    /// with the state given back.
+    #[inline(always)]
+    pub(super) unsafe fn finish_idle(
+        &self,
+        g: &mut State,
+        s: LightTaken,
+        st: &mut Status,
+        want_count: bool,
+    ) -> bool {
+        unsafe {
+            let slot = s.slot();
+            if !slot.recv {
+                if slot.complete_at == 0 {
+                    g.slots.give(s);
+                    return true;
+                }
+                return false;
+            }
+            let src = st.source();
+            let got = status_bytes(st, self.c.byte);
+            if src == abi::PROC_NULL || src == abi::ANY_SOURCE || !super::recv::landed_whole(s, got)
+            {
+                return false;
+            }
+            let payload = got - HDR;
+            if want_count {
+                set_status_bytes(st, self.c.byte, payload as u64);
+            }
+            copy_bytes(s.ptr().add(HDR), slot.buf, payload);
+            g.recvs += 1;
+            g.bytes_recv += payload as u64;
+            g.slots.give(s);
+            true
         }
     }
 
@@ -972,7 +993,13 @@ impl Engine {
                 return Some(rc_native);
             }
             let mut rc_all = rc_native;
-            for (i, &k) in keys.iter().enumerate() {
+            // All at once where they can be (`waitall_light`), else one by one.
+            let start = if rc_native == abi::SUCCESS && !cancels_seen() {
+                self.waitall_light(&keys, sts, !ignore, &mut rc_all)
+            } else {
+                0
+            };
+            for (i, &k) in keys.iter().enumerate().skip(start) {
                 if k == self.c.request_null || (in_status && sts[i].error() == abi::ERR_PENDING) {
                     continue;
                 }

@@ -178,7 +178,18 @@ impl Engine {
             let in_status = rc_native == abi::ERR_IN_STATUS;
             let failed = rc_native != abi::SUCCESS && !in_status;
             let mut rc_all = rc_native;
+            // At zero knobs both halves are usually finished here at once
+            // (`finish_idle`, as `waitall_light` does), the rest below.
+            let mut done = [false; 2];
+            if rc_native == abi::SUCCESS && self.idle_gate && !self.uses_seen && !cancels_seen() {
+                let mut g = self.lock();
+                done[0] = self.finish_idle(&mut g, ss, &mut sts[0], true);
+                done[1] = self.finish_idle(&mut g, rs, &mut sts[1], true);
+            }
             for (i, s) in [(0, ss), (1, rs)] {
+                if done[i] {
+                    continue;
+                }
                 if failed || (in_status && sts[i].error() == abi::ERR_PENDING) {
                     let mut st = self.lock();
                     if i == 0 {
