@@ -231,6 +231,11 @@ impl<K: HandleKey + Hash, P, S: BuildHasher, L: LightData<P>> Table<K, P, S, L> 
     pub fn contains(&self, k: K) -> bool {
         self.light.contains(k) || self.live.contains_key(&k)
     }
+    /// Whether any light entry is held.
+    #[inline]
+    pub fn has_light(&self) -> bool {
+        !self.light.is_empty()
+    }
     /// Whether `k` is held by a light entry alone.
     pub fn is_light(&self, k: K) -> bool {
         self.light.contains(k)

@@ -618,14 +618,17 @@ impl Engine {
             // When request `i`'s message came, if the native wait waited
             // for it.
             let came_to = |i: usize| absent.get(i).copied().unwrap_or(false).then_some(came);
-            // At zero knobs, the light receives at the head of the array
+            // At zero knobs, the light requests at the head of the array
             // in one pass; the loop below goes on from the first request
-            // that pass left.
+            // that pass left. (Asked only while some light request is
+            // held, so that a Waitall of general requests alone, such as a
+            // 2 KiB Sendrecv's, does not call it.)
             let start = if rc_native == abi::SUCCESS
                 && !by_time
                 && self.idle_gate
                 && !self.uses_seen
                 && !cancels_seen()
+                && self.lock().reqs.has_light()
             {
                 self.waitall_light(keys, sts, !ignore, &mut rc_all)
             } else {
@@ -691,7 +694,7 @@ impl Engine {
     /// request through that loop, the receiver's Waitall cost 211 of the
     /// shim's instructions per message of a 64-message window,
     /// `scripts/bench-instr.sh`.)
-    #[inline(always)]
+    #[inline(never)]
     unsafe fn waitall_light(
         &self,
         keys: &[Request],
