@@ -442,8 +442,8 @@ fn latency_overlaps_computation_mpich() {
 /// Improbe/Imrecv, Recv_init/Start), every send path (each mode, blocking,
 /// nonblocking and persistent) and Sendrecv(_replace) feel `L`, `o_s` and
 /// `o_r` of 20 us like the plain pair (`tests/progs/paths.c`): each one-way
-/// time's median is at least 19.8 us above the fastest native path, and at
-/// most 24 us above the same path's native median. A path the shim misses
+/// time's median is at least 19.8 us, and at most 24 us above the same
+/// path's native median. A path the shim misses
 /// shows about half the knob (only rank 0's side of the ping-pong feels
 /// it), a path that applies it twice about twice, or wrong data.
 fn every_path(mpi: Mpi) {
@@ -478,11 +478,18 @@ fn every_path(mpi: Mpi) {
             &format!("every path with {knob}=20us, {}", mpi.name()),
             || {
                 let shim = run(Via::Direct, &[(knob, "20us")]);
+                // At least the knob: the emulated machine's own latency is
+                // the transit the shim learned at start-up, which a slow
+                // phase of this machine does not move, so this run's
+                // native times are no floor for it. (A bound of 19.8 us
+                // above the fastest native path failed in a slow MPICH
+                // phase: native 0.48-0.72 us, every path with
+                // LOGGP_O_R=20us at 20.25-20.28 us, as in a fast phase.)
                 let fastest = native.iter().map(|p| p.1.min).fold(f64::INFINITY, f64::min);
                 let mut bad = Vec::new();
                 for ((name, n), (name2, s)) in native.iter().zip(&shim) {
                     assert_eq!(name, name2, "the two runs list different paths");
-                    if !(s.med - fastest >= 19.8 && s.med - n.med <= 24.0) {
+                    if !(s.med >= 19.8 && s.med - n.med <= 24.0) {
                         bad.push(format!(
                             "{name}: native {:.3} us (min {:.3}), with the knob {:.3} us (p10 {:.3})",
                             n.med, n.min, s.med, s.p10
@@ -492,10 +499,9 @@ fn every_path(mpi: Mpi) {
                 bound(
                     bad.is_empty() && shim.len() == PATHS && native.len() == PATHS,
                     format!(
-                        "{} paths (expected {PATHS}); each median at least 19.8 us above the \
-                         fastest native path ({fastest:.3} us) and at most 24 us (20, 15 % more, \
-                         and 1 us for the shim's own work) above the path's native median; \
-                         wrong: [{}]",
+                        "{} paths (expected {PATHS}); each median at least 19.8 us (the fastest \
+                         native path: {fastest:.3} us) and at most 24 us (20, 15 % more, and 1 us \
+                         for the shim's own work) above the path's native median; wrong: [{}]",
                         shim.len(),
                         bad.join("; ")
                     ),
