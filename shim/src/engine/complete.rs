@@ -623,13 +623,8 @@ impl Engine {
             // that pass left. (Asked only while some light request is
             // held, so that a Waitall of general requests alone, such as a
             // 2 KiB Sendrecv's, does not call it.)
-            let start = if rc_native == abi::SUCCESS
-                && !by_time
-                && self.idle_gate
-                && !self.uses_seen
-                && !cancels_seen()
-                && self.lock().reqs.has_light()
-            {
+            // (An idle gate has no g_r: `by_time` is false there.)
+            let start = if self.finishes_idle(rc_native) && self.lock().reqs.has_light() {
                 self.waitall_light(keys, sts, !ignore, &mut rc_all)
             } else {
                 0
@@ -685,8 +680,8 @@ impl Engine {
         }
     }
 
-    /// `waitall_native_first`'s usual case at zero knobs (an idle gate,
-    /// no arrivals read, no cancel seen, MPI's Waitall a success): its
+    /// `waitall_native_first`'s usual case at zero knobs
+    /// (`finishes_idle`): its
     /// light requests finished in one pass under one borrow of the state
     /// (`finish_idle`), or where that declines through `finish_light`.
     /// Returns the index of the first request that is not a light one (or
@@ -734,15 +729,21 @@ impl Engine {
         }
     }
 
-    /// Finishes light request `s` (status `st`, MPI's return code a
-    /// success) in the state `g` already borrowed, where that is all
-    /// `finish_light` would do at an idle gate with no arrivals read and no
-    /// cancel seen (the caller's conditions): a send complete in the
+    /// Whether a light request completed natively can be finished in the
+    /// state the caller holds (`finish_idle`): at an idle gate, with no
+    /// arrivals read and no cancel seen, after a native completion that
+    /// succeeded (`rc_native`).
+    #[inline(always)]
+    pub(super) fn finishes_idle(&self, rc_native: c_int) -> bool {
+        rc_native == abi::SUCCESS && self.idle_gate && !self.uses_seen && !cancels_seen()
+    }
+
+    /// Finishes light request `s` (status `st`) in the state `g` already
+    /// borrowed, where that is all `finish_light` would do
+    /// (`finishes_idle`, the caller's condition): a send complete in the
     /// emulated machine (its slot back), or a receive that landed whole
-    /// (`deliver_slot`'s: the count in `st` where `want_count`, the copy
-    /// to the application's buffer, the received count, the slot back).
-    /// False for anything else, which the caller hands to `finish_light`
-    /// with the state given back.
+    /// (`deliver_idle`). False for anything else, which the caller hands
+    /// to `finish_light` with the state given back.
     #[inline(always)]
     pub(super) unsafe fn finish_idle(
         &self,
@@ -760,20 +761,10 @@ impl Engine {
                 }
                 return false;
             }
-            let src = st.source();
-            let got = status_bytes(st, self.c.byte);
-            if src == abi::PROC_NULL || src == abi::ANY_SOURCE || !super::recv::landed_whole(s, got)
-            {
+            let Some(got) = self.landed(s, st) else {
                 return false;
-            }
-            let payload = got - HDR;
-            if want_count {
-                set_status_bytes(st, self.c.byte, payload as u64);
-            }
-            copy_bytes(s.ptr().add(HDR), slot.buf, payload);
-            g.recvs += 1;
-            g.bytes_recv += payload as u64;
-            g.slots.give(s);
+            };
+            self.deliver_idle(g, s, st, got, want_count);
             true
         }
     }
@@ -997,7 +988,7 @@ impl Engine {
             }
             let mut rc_all = rc_native;
             // All at once where they can be (`waitall_light`), else one by one.
-            let start = if rc_native == abi::SUCCESS && !cancels_seen() {
+            let start = if self.finishes_idle(rc_native) {
                 self.waitall_light(&keys, sts, !ignore, &mut rc_all)
             } else {
                 0

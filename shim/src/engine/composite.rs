@@ -181,7 +181,7 @@ impl Engine {
             // At zero knobs both halves are usually finished here at once
             // (`finish_idle`, as `waitall_light` does), the rest below.
             let mut done = [false; 2];
-            if rc_native == abi::SUCCESS && self.idle_gate && !self.uses_seen && !cancels_seen() {
+            if self.finishes_idle(rc_native) {
                 let mut g = self.lock();
                 done[0] = self.finish_idle(&mut g, ss, &mut sts[0], true);
                 done[1] = self.finish_idle(&mut g, rs, &mut sts[1], true);

@@ -306,9 +306,7 @@ impl Engine {
     ) -> c_int {
         unsafe {
             if rc == abi::SUCCESS && !(may_cancel && cancels_seen()) {
-                let src = st.source();
-                let got = status_bytes(st, self.c.byte);
-                if src != abi::PROC_NULL && src != abi::ANY_SOURCE && landed_whole(s, got) {
+                if let Some(got) = self.landed(s, st) {
                     self.deliver_slot(s, st, got, want_count);
                     return abi::SUCCESS;
                 }
@@ -317,28 +315,62 @@ impl Engine {
         }
     }
 
+    /// The bytes (with its header) that slot `s`'s receive got, as `st`
+    /// reports them, when they are a whole message of the shim's
+    /// (`landed_whole`) from a real source (not MPI_PROC_NULL, nor the
+    /// empty status of a cancelled receive).
+    #[inline(always)]
+    pub(super) unsafe fn landed(&self, s: SlotRef, st: &Status) -> Option<usize> {
+        unsafe {
+            let src = st.source();
+            let got = status_bytes(st, self.c.byte);
+            (src != abi::PROC_NULL && src != abi::ANY_SOURCE && landed_whole(s, got)).then_some(got)
+        }
+    }
+
     /// Delivers a message that landed whole in slot `s` (`got` bytes with
-    /// its header, `landed_whole`), past the gate: the count in `st`
+    /// its header, `landed`), past the gate: the count in `st`
     /// (`want_count`), the copy to the application's buffer, the received
-    /// count (at an idle gate here, under the lock that gives the slot
-    /// back; elsewhere `gate_timed` keeps it) and the slot's return.
+    /// count (at an idle gate `deliver_idle`'s; elsewhere `gate_timed`
+    /// keeps it) and the slot's return.
     #[inline(always)]
     unsafe fn deliver_slot(&self, s: SlotRef, st: &mut Status, got: usize, want_count: bool) {
+        unsafe {
+            if self.idle_gate {
+                self.deliver_idle(&mut self.lock(), s, st, got, want_count);
+                return;
+            }
+            let payload = got - HDR;
+            if want_count {
+                set_status_bytes(st, self.c.byte, payload as u64);
+            }
+            let hdr = Header::read_from(s.ptr());
+            self.gate_timed(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, true);
+            copy_bytes(s.ptr().add(HDR), s.slot().buf, payload);
+            self.lock().slots.give(s);
+        }
+    }
+
+    /// `deliver_slot` at an idle gate (nothing to wait for), in the state
+    /// `g` the caller holds: the count in `st` (`want_count`), the copy,
+    /// the received count and the slot's return.
+    #[inline(always)]
+    pub(super) unsafe fn deliver_idle(
+        &self,
+        g: &mut State,
+        s: SlotRef,
+        st: &mut Status,
+        got: usize,
+        want_count: bool,
+    ) {
         unsafe {
             let payload = got - HDR;
             if want_count {
                 set_status_bytes(st, self.c.byte, payload as u64);
             }
-            if !self.idle_gate {
-                let hdr = Header::read_from(s.ptr());
-                self.gate_timed(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, true);
-            }
             copy_bytes(s.ptr().add(HDR), s.slot().buf, payload);
-            let mut g = self.lock();
-            if self.idle_gate {
-                g.recvs += 1;
-                g.bytes_recv += payload as u64;
-            }
+            g.recvs += 1;
+            g.bytes_recv += payload as u64;
             g.slots.give(s);
         }
     }
@@ -820,7 +852,7 @@ impl Engine {
 /// included (a Barrier's messages; a header that came alone has the other
 /// magic, `MAGIC_SPLIT`).
 #[inline(always)]
-pub(super) unsafe fn landed_whole(s: SlotRef, got: usize) -> bool {
+unsafe fn landed_whole(s: SlotRef, got: usize) -> bool {
     // SAFETY: the slot belongs to the receive being finished; its buffer
     // holds at least a header's bytes.
     unsafe { got >= HDR && got <= s.slot().len && s.ptr().cast::<u32>().read_unaligned() == MAGIC }
