@@ -5,7 +5,38 @@ use super::*;
 
 impl Engine {
     /// Posts a receive (blocking when `req` is None).
+    #[inline(always)]
     pub unsafe fn recv(
+        &self,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: Option<*mut Request>,
+        status: *mut Status,
+    ) -> c_int {
+        unsafe {
+            // The usual blocking receive (`recv_any`'s first case when no
+            // freed request waits to be reaped), straight from the
+            // wrapper: no frame of the general path between them.
+            if req.is_none()
+                && self.freed_len.load(Ordering::Relaxed) == 0
+                && !jobs::must_poll()
+                && self.stash_len.load(Ordering::Relaxed) == 0
+            {
+                if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
+                    return self.recv_slot(buf.cast(), cap, src, tag, comm, status);
+                }
+            }
+            self.recv_any(buf, count, dt, src, tag, comm, req, status)
+        }
+    }
+
+    /// `recv` past its fast case.
+    #[inline(never)]
+    unsafe fn recv_any(
         &self,
         buf: *mut c_void,
         count: c_int,

@@ -113,7 +113,32 @@ impl Engine {
     }
 
     /// Blocking send in any mode.
+    #[inline(always)]
     pub unsafe fn send(
+        &self,
+        mode: Mode,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> c_int {
+        unsafe {
+            // The usual blocking send, staged in a slot, straight from the
+            // wrapper: no frame of the general path between them.
+            if mode != Mode::Buffered && !jobs::must_poll() {
+                if let Some(n) = small_contiguous(dt, count, self.slot_max) {
+                    return self.send_slot(mode, buf, n, dest, tag, comm);
+                }
+            }
+            self.send_any(mode, buf, count, dt, dest, tag, comm)
+        }
+    }
+
+    /// `send` past its fast case: the same checks, in the same order.
+    #[inline(never)]
+    unsafe fn send_any(
         &self,
         mode: Mode,
         buf: *const c_void,
@@ -137,14 +162,14 @@ impl Engine {
                 }
                 return self.wait(&mut r, status_ignore());
             }
+            if let Some(n) = small_contiguous(dt, count, self.slot_max) {
+                return self.send_slot(mode, buf, n, dest, tag, comm);
+            }
             let real = match mode {
                 Mode::Synchronous => PMPI_Ssend,
                 Mode::Ready => PMPI_Rsend,
                 _ => PMPI_Send,
             };
-            if let Some(n) = small_contiguous(dt, count, self.slot_max) {
-                return self.send_slot(real, buf, n, dest, tag, comm);
-            }
             let size = type_size(dt);
             let bytes = size * u64::try_from(count).unwrap_or(0);
             let (dep, hdr) = self.depart(bytes, dest, tag, comm);
@@ -220,12 +245,12 @@ impl Engine {
     }
 
     /// A blocking send of `n` contiguous bytes (at most `slot_max`) staged
-    /// in a slot for the time of the call (`real`: MPI's send of the
-    /// mode).
+    /// in a slot for the time of the call, sent by MPI's send of `mode`
+    /// (not buffered: `bsend`).
     #[inline(never)]
     unsafe fn send_slot(
         &self,
-        real: unsafe fn(*const c_void, c_int, Datatype, c_int, c_int, Comm) -> c_int,
+        mode: Mode,
         buf: *const c_void,
         n: usize,
         dest: c_int,
@@ -235,14 +260,12 @@ impl Engine {
         unsafe {
             let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
             let s = self.slot_for_send(hdr, buf, n);
-            let rc = real(
-                s.ptr().cast(),
-                as_int(HDR + n),
-                self.c.packed,
-                dest,
-                tag,
-                comm,
-            );
+            let (p, len, t) = (s.ptr().cast(), as_int(HDR + n), self.c.packed);
+            let rc = match mode {
+                Mode::Synchronous => PMPI_Ssend(p, len, t, dest, tag, comm),
+                Mode::Ready => PMPI_Rsend(p, len, t, dest, tag, comm),
+                _ => PMPI_Send(p, len, t, dest, tag, comm),
+            };
             self.lock().slots.give(s);
             if dep.complete_at > dep.ready {
                 self.hold_until(dep.complete_at);
