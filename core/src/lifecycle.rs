@@ -231,6 +231,11 @@ impl<K: HandleKey + Hash, P, S: BuildHasher, L: LightData<P>> Table<K, P, S, L> 
     pub fn contains(&self, k: K) -> bool {
         self.light.contains(k) || self.live.contains_key(&k)
     }
+    /// Whether `k` has a general entry.
+    #[inline]
+    pub fn is_general(&self, k: K) -> bool {
+        !self.live.is_empty() && self.live.contains_key(&k)
+    }
     /// Whether any light entry is held.
     #[inline]
     pub fn has_light(&self) -> bool {
@@ -1069,6 +1074,7 @@ mod tests {
         let mut t = T::default();
         assert_eq!(t.track_light(3, lr("r"), 0), None);
         assert!(!t.is_empty() && t.contains(3));
+        assert!(!t.is_general(3), "light, not general");
         assert_eq!(t.kind(3), Some(Kind::Recv));
         assert_eq!(t.look(3), Look::Active(Kind::Recv));
         assert_eq!(t.take_light(4), None);
@@ -1087,6 +1093,7 @@ mod tests {
             Poll::NotReady
         );
         assert_eq!(asked, Some((Kind::Recv, "r2")));
+        assert!(t.is_general(3) && !t.is_general(4));
         assert_eq!(t.take_light(3), None, "promoted: no longer light");
         let e = t.take(3, |p| *p).unwrap();
         assert_eq!((e.kind(), e.data()), (Kind::Recv, Some(&"r2")));

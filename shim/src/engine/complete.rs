@@ -6,6 +6,13 @@
 
 use super::*;
 
+/// What `take_quick` found of a request.
+enum Quick {
+    Light(LightTaken),
+    General,
+    Untracked,
+}
+
 impl Engine {
     /// True when some request in `reqs` is tracked by the shim. Every
     /// multiple-completion call starts here, so freed receives are reaped
@@ -206,6 +213,21 @@ impl Engine {
         }
     }
 
+    /// `take_light`, or else whether the table holds `r` at all.
+    #[inline(always)]
+    fn take_quick(&self, r: Request) -> Quick {
+        let mut st = self.lock();
+        if let Some(l) = st.reqs.take_light(key(r)) {
+            Self::unwatch(&mut st, r);
+            return Quick::Light(l);
+        }
+        if st.reqs.is_general(key(r)) {
+            Quick::General
+        } else {
+            Quick::Untracked
+        }
+    }
+
     /// Takes `r`'s light entry out of the table for completion, if it is
     /// a light request (`lifecycle::Table::take_light`): else `take`.
     #[inline(always)]
@@ -240,6 +262,25 @@ impl Engine {
                 }
             }
             let mut st = Status::zeroed();
+            if !polled && !self.uses_seen {
+                // `complete_one`'s first two cases with one look into the
+                // table.
+                match self.take_quick(r) {
+                    Quick::Light(l) => {
+                        let rc = PMPI_Wait(req, &mut st);
+                        let rc2 = self.finish_light(l, &mut st, rc);
+                        if !abi::status_ignored(status) {
+                            st.copy_to(status);
+                        }
+                        return if ok(rc) { rc2 } else { rc };
+                    }
+                    // Not the shim's (a send that MPI and the emulated
+                    // machine completed at creation, a request of the
+                    // application's own): MPI's Wait, as `complete_one`'s.
+                    Quick::Untracked => return PMPI_Wait(req, status),
+                    Quick::General => {}
+                }
+            }
             let rc = if !polled && self.uses_seen {
                 // A blocking native Wait (else the loop above polled): was the
                 // request complete already, or did it wait?
