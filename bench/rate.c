@@ -1,6 +1,7 @@
 /* rate: osu_mbw_mr-style message rate, two ranks: rank 0 posts a window of
  * 64 8-byte MPI_Isend, rank 1 64 MPI_Irecv, both MPI_Waitall, then a 1-byte
- * acknowledgement 1 -> 0. `rate WINDOWS` (default 20000) prints
+ * acknowledgement 1 -> 0 (`rate WINDOWS wait`: one MPI_Wait per request
+ * instead of the Waitall). `rate WINDOWS` (default 20000) prints
  * "rate M_PER_S NS_PER_MSG" from rank 0. With NBC set in the environment,
  * one MPI_Comm_idup and one MPI_Iallreduce run first (as the shim's
  * start-up does). Used by scripts/bench-instr.sh (instruction counts per
@@ -9,7 +10,19 @@
 #include "util.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+enum { W = 64 };
+
+/* The window's completion: one MPI_Waitall, or one MPI_Wait per request. */
+static void complete(int each, MPI_Request *r, MPI_Status *st) {
+  if (!each) {
+    MPI_Waitall(W, r, st);
+    return;
+  }
+  for (int j = 0; j < W; j++) MPI_Wait(&r[j], &st[j]);
+}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -25,7 +38,7 @@ int main(int argc, char **argv) {
     MPI_Wait(&q, MPI_STATUS_IGNORE);
   }
   int nw = argc > 1 ? atoi(argv[1]) : 20000;
-  enum { W = 64 };
+  int each = argc > 2 && strcmp(argv[2], "wait") == 0;
   static MPI_Request r[W];
   static MPI_Status st[W];
   static char buf[W * 8];
@@ -38,11 +51,11 @@ int main(int argc, char **argv) {
     }
     if (rank == 0) {
       for (int j = 0; j < W; j++) MPI_Isend(buf + 8 * j, 8, MPI_BYTE, 1, 7, MPI_COMM_WORLD, &r[j]);
-      MPI_Waitall(W, r, st);
+      complete(each, r, st);
       MPI_Recv(&ack, 1, MPI_BYTE, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (rank == 1) {
       for (int j = 0; j < W; j++) MPI_Irecv(buf + 8 * j, 8, MPI_BYTE, 0, 7, MPI_COMM_WORLD, &r[j]);
-      MPI_Waitall(W, r, st);
+      complete(each, r, st);
       MPI_Send(&ack, 1, MPI_BYTE, 0, 8, MPI_COMM_WORLD);
     }
   }
