@@ -325,13 +325,19 @@ fn latency_with_a_host_3ms_ahead_mpich() {
 /// gate reads its departure that much later), and the ping 0 → 1 would lose
 /// its L wherever the receiver did not wait. Compared with virtual time at
 /// zero on undrifted clocks, both one-way times of the last tenth must show
-/// L = 20 us within 10 us.
+/// L = 20 us within 10 us. Each is the tenth's first quartile, the smaller
+/// of two jobs: the fault moves every message of the tenth in every job,
+/// while a busy stretch of this shared machine moved a whole tenth of one
+/// job by 40 to 90 us, in either job and with the build before as much as
+/// with session 29's (a single pair of jobs, compared by their medians,
+/// failed 3 attempts in a row in a CI rehearsal). Five attempts: a fault
+/// fails every one.
 fn drift(mpi: Mpi) {
     let what = format!("200 ppm of drift on loggp-h1, 2 x 1, {}", mpi.name());
     if !ready(&what) {
         return;
     }
-    retry(3, &what, || {
+    retry(5, &what, || {
         let job = |vars: &[(&str, &str)], h1: &str| {
             let o = HostJob::new(mpi, 1, "hosts")
                 .vars(vars)
@@ -344,19 +350,45 @@ fn drift(mpi: Mpi) {
                 Err(format!("{vars:?} {h1}: failed\n{}", o.describe()))
             }
         };
-        let zero = job(&[("LOGGP_VT", "on")], "")?;
-        let l = job(&[("LOGGP_L", "+20us")], "LOGGP_TEST_CLOCK=+3ms,200ppm")?;
+        // Two jobs of each, interleaved; per figure the smaller of the two.
+        let mut zero = Vec::new();
+        let mut l = Vec::new();
+        for _ in 0..2 {
+            zero.push(job(&[("LOGGP_VT", "on")], "")?);
+            l.push(job(
+                &[("LOGGP_L", "+20us")],
+                "LOGGP_TEST_CLOCK=+3ms,200ppm",
+            )?);
+        }
+        let least = |jobs: &[Outcome], key: &str| {
+            jobs.iter()
+                .map(|o| o.num(key))
+                .fold(f64::INFINITY, f64::min)
+        };
         let mut detail = Vec::new();
-        for key in ["last1", "lastb1"] {
-            let (z, v) = (zero.num(key), l.num(key));
+        for key in ["lastq1", "lastbq1"] {
+            let (z, v) = (least(&zero, key), least(&l, key));
             let added = v - z;
-            detail.push(format!("{key}: {z:.2} -> {v:.2} us (+{added:.2})"));
+            let each = |jobs: &[Outcome]| {
+                jobs.iter()
+                    .map(|o| format!("{:.2}", o.num(key)))
+                    .collect::<Vec<_>>()
+                    .join("/")
+            };
+            detail.push(format!(
+                "{key}: {z:.2} -> {v:.2} us (+{added:.2}; jobs {} -> {})",
+                each(&zero),
+                each(&l)
+            ));
             if !(10.0..=30.0).contains(&added) {
                 return Err(format!(
-                    "last tenth of a 4 s run, one-way {}: {z:.3} us at VT zero, {v:.3} us with \
-                     L=+20us and 200 ppm of drift: added {added:.3} us, expected 10 to 30\n{}",
-                    if key == "last1" { "0 -> 1" } else { "1 -> 0" },
-                    l.describe()
+                    "last tenth of a 4 s run, one-way {} (first quartile, the smaller of two \
+                     jobs): {z:.3} us at VT zero ({}), {v:.3} us with L=+20us and 200 ppm of \
+                     drift ({}): added {added:.3} us, expected 10 to 30\n{}",
+                    if key == "lastq1" { "0 -> 1" } else { "1 -> 0" },
+                    each(&zero),
+                    each(&l),
+                    l[1].describe()
                 ));
             }
         }
