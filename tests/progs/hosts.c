@@ -15,11 +15,10 @@
  * between ping-pongs.) Rank 0 prints
  *   hosts: np=N hosts=H
  *   peer P: same<P>=0|1 rtt<P>=X fwd<P>=Y back<P>=Z first<P>=.. last<P>=..
- *           firstb<P>=.. lastb<P>=.. lastq<P>=.. lastbq<P>=..
+ *           firstb<P>=.. lastb<P>=..
  * (medians in us: rtt half round trip, fwd 0 to P, back P to 0; first and
  * last: median one-way 0 to P of the first and last tenth of the run;
- * firstb and lastb the same P to 0; lastq and lastbq the first quartile
- * of the last tenth).
+ * firstb and lastb the same P to 0).
  * Then it checks three collectives across the hosts (Allreduce, Bcast from
  * the last rank, Alltoall) and prints "hosts: collectives ok". */
 #include "common.h"
@@ -29,16 +28,11 @@ enum { MAXREP = 20000, WARMUP = 20 };
 
 static double rtt[MAXREP], fwd[MAXREP], back[MAXREP], tmp[MAXREP];
 
-/* Median of the first or last tenth of v[0..n); its first quartile in *q
- * (load from elsewhere only ever adds time: a run whose tenth fell into a
- * busy stretch of the machine moves the median far more than the
- * quartile). */
-static double tenth(const double *v, int n, int last, double *q) {
+/* Median of the first or last tenth of v[0..n). */
+static double tenth(const double *v, int n, int last) {
   int t = n / 10 > 0 ? n / 10 : 1;
   memcpy(tmp, last ? v + n - t : v, t * sizeof *tmp);
-  double m = median(tmp, t);
-  *q = tmp[t / 4];
-  return m;
+  return median(tmp, t);
 }
 
 /* A barrier that sleeps while it waits: the test bed runs every rank of
@@ -110,13 +104,12 @@ int main(int argc, char **argv) {
     if (my_rank == 0) {
       MPI_OK(MPI_Recv(fwd, reps, MPI_DOUBLE, p, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
       /* The tenths first: median() sorts its array. */
-      double f0q, f1q, b0q, b1q;
-      double f0 = tenth(fwd, reps, 0, &f0q), f1 = tenth(fwd, reps, 1, &f1q);
-      double b0 = tenth(back, reps, 0, &b0q), b1 = tenth(back, reps, 1, &b1q);
+      double f0 = tenth(fwd, reps, 0), f1 = tenth(fwd, reps, 1);
+      double b0 = tenth(back, reps, 0), b1 = tenth(back, reps, 1);
       printf("peer %d: same%d=%d rtt%d=%.3f fwd%d=%.3f back%d=%.3f first%d=%.3f last%d=%.3f "
-             "firstb%d=%.3f lastb%d=%.3f lastq%d=%.3f lastbq%d=%.3f\n",
+             "firstb%d=%.3f lastb%d=%.3f\n",
              p, p, strcmp(names[0], names[p]) == 0, p, median(rtt, reps), p, median(fwd, reps), p,
-             median(back, reps), p, f0, p, f1, p, b0, p, b1, p, f1q, p, b1q);
+             median(back, reps), p, f0, p, f1, p, b0, p, b1);
       fflush(stdout);
     }
   }
