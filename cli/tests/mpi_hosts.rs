@@ -222,15 +222,30 @@ impl PairCheck<'_> {
                     Err(format!("{vars:?}: failed\n{}", o.describe()))
                 }
             };
-            let zero = job(self.base)?;
-            let l = job(&[("LOGGP_L", self.l)])?;
-            if zero.value("hosts") != l.value("hosts") || l.num("hosts") != 2.0 {
-                return Err(format!("expected 2 hosts\n{}", l.describe()));
+            // Two jobs of each, interleaved; per figure the smaller of the
+            // two (noise only adds time, and in session 29's sittings a
+            // job's native transit between the namespaces was ~8.5 or
+            // ~12.2 us at random: two single jobs in different modes read
+            // the added L 3.7 us off, with the build before as with the new).
+            let mut zero = Vec::new();
+            let mut l = Vec::new();
+            for _ in 0..2 {
+                zero.push(job(self.base)?);
+                l.push(job(&[("LOGGP_L", self.l)])?);
+            }
+            let least = |jobs: &[Outcome], key: &str| {
+                jobs.iter()
+                    .map(|o| o.num(key))
+                    .fold(f64::INFINITY, f64::min)
+            };
+            let (zero, l, last) = (&zero[..], &l[..], &l[1]);
+            if zero.iter().chain(l).any(|o| o.value("hosts") != Some(2.0)) {
+                return Err(format!("expected 2 hosts\n{}", last.describe()));
             }
             let mut detail = Vec::new();
             let (mut on, mut off) = (0, 0);
             for p in 1..2 * self.per {
-                let same = l.num(&format!("same{p}")) == 1.0;
+                let same = last.num(&format!("same{p}")) == 1.0;
                 if same {
                     on += 1;
                 } else {
@@ -240,18 +255,19 @@ impl PairCheck<'_> {
                 let want = (self.want)(same);
                 for key in ["rtt", "fwd", "back"] {
                     let k = format!("{key}{p}");
-                    let (z, v) = (zero.num(&k), l.num(&k));
+                    let (z, v) = (least(zero, &k), least(l, &k));
                     let added = v - z;
                     detail.push(format!(
                         "{node} pair 0-{p} {key}: {z:.2} -> {v:.2} us (+{added:.2})"
                     ));
                     if !want.contains(&added) {
                         return Err(format!(
-                            "{node} pair 0-{p}: median {key} {z:.3} us with {:?}, {v:.3} us with \
-                             L={}: added {added:.3} us, expected {want:?}\n{}",
+                            "{node} pair 0-{p}: median {key} (the smaller of two jobs) {z:.3} us \
+                             with {:?}, {v:.3} us with L={}: added {added:.3} us, expected \
+                             {want:?}\n{}",
                             self.base,
                             self.l,
-                            l.describe()
+                            last.describe()
                         ));
                     }
                 }
@@ -259,7 +275,7 @@ impl PairCheck<'_> {
             if off == 0 || (self.per == 2 && on == 0) {
                 return Err(format!(
                     "expected on-node and off-node pairs, got {on} and {off}\n{}",
-                    l.describe()
+                    last.describe()
                 ));
             }
             Ok(detail.join("; "))
