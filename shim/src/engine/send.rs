@@ -136,7 +136,7 @@ impl Engine {
         }
     }
 
-    /// `send` past its fast case: the same checks, in the same order.
+    /// `send` past its fast case (called by it alone).
     #[inline(never)]
     unsafe fn send_any(
         &self,
@@ -162,9 +162,7 @@ impl Engine {
                 }
                 return self.wait(&mut r, status_ignore());
             }
-            if let Some(n) = small_contiguous(dt, count, self.slot_max) {
-                return self.send_slot(mode, buf, n, dest, tag, comm);
-            }
+            // (Not small and contiguous: `send` took those.)
             let real = match mode {
                 Mode::Synchronous => PMPI_Ssend,
                 Mode::Ready => PMPI_Rsend,
