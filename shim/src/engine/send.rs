@@ -3,6 +3,16 @@
 
 use super::*;
 
+/// On Open MPI, the largest message (header included) a send stages in one
+/// contiguous buffer (`Engine::stages`): below the eager limit of its
+/// shared-memory transport (4 KiB in 4.1's vader and 5.0's sm, the
+/// fragment's own headers included), so that no single-copy get moves it.
+const OMPI_STAGED_MAX: u64 = 4096 - 64;
+
+/// Bytes between a buffered send's payload and the copy of its header
+/// behind it, where it goes as a struct (`Engine::bsend`).
+const BSEND_GAP: usize = 64;
+
 impl Engine {
     /// Spends o_s, takes a departure slot, waits if the send queue is full,
     /// and gives the header. `dest` is a rank of `comm`: with a targeted
@@ -171,7 +181,7 @@ impl Engine {
             let size = type_size(dt);
             let bytes = size * u64::try_from(count).unwrap_or(0);
             let (dep, hdr) = self.depart(bytes, dest, tag, comm);
-            let rc = if bytes <= self.cfg.inline_max {
+            let rc = if self.stages(bytes) {
                 // Blocking: the buffer is free again when the call returns, so
                 // this thread's staging buffer is reused (no allocation).
                 STAGE.with(|cell| {
@@ -190,7 +200,7 @@ impl Engine {
                     cell.replace(v);
                     rc
                 })
-            } else if let Some(w) = self.split_to(dest, tag, comm) {
+            } else if let Some(w) = self.split_above_inline(bytes, dest, tag, comm) {
                 let mut r = self.c.request_null;
                 match self.isend_split(mode, hdr, buf, count, dt, w, dest, tag, comm, &mut r) {
                     Ok(Pending::Send {
@@ -289,6 +299,34 @@ impl Engine {
             let w = self.world_rank(&mut self.lock(), comm, dest)?;
             c_int::try_from(w).ok()
         }
+    }
+
+    /// `split_to` for a send above `LOGGP_INLINE_MAX`; none for others.
+    unsafe fn split_above_inline(
+        &self,
+        bytes: u64,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> Option<c_int> {
+        if bytes <= self.cfg.inline_max {
+            return None;
+        }
+        unsafe { self.split_to(dest, tag, comm) }
+    }
+
+    /// Whether a send of `bytes` may go staged, `[header][payload]` in one
+    /// contiguous buffer: up to `LOGGP_INLINE_MAX`, and on Open MPI only
+    /// while it goes by the eager protocol (`OMPI_STAGED_MAX`). Open MPI
+    /// 4.1 and 5.0 move a larger contiguous message by a single-copy get
+    /// that, when the receive is smaller (a truncation), writes the whole
+    /// message past the receive buffer (natively too: the application's
+    /// own memory): into a receiving shim's slot or staging buffer, the
+    /// shim's state. Sent from a non-contiguous datatype, the message goes
+    /// by copies that stop at the receive's end.
+    #[inline(always)]
+    pub(super) fn stages(&self, bytes: u64) -> bool {
+        bytes <= self.cfg.inline_max && (!cfg!(ompi) || bytes + HDR as u64 <= OMPI_STAGED_MAX)
     }
 
     /// Posts a split send: the payload as it is to world rank `w` on
@@ -390,20 +428,51 @@ impl Engine {
             let size = type_size(dt);
             let bytes = size * u64::try_from(count).unwrap_or(0);
             let (_, hdr) = self.depart(bytes, dest, tag, comm);
-            let v = match self.stage(size, hdr, buf, count, dt, comm) {
+            let mut v = match self.stage(size, hdr, buf, count, dt, comm) {
                 Ok(v) => v,
                 Err(rc) => return rc,
             };
             let mut req = self.c.request_null;
-            let rc = PMPI_Isend(
-                v.as_ptr().cast(),
-                as_int(v.len()),
-                self.c.packed,
-                dest,
-                tag,
-                comm,
-                &mut req,
-            );
+            let rc = if self.stages(bytes) {
+                PMPI_Isend(
+                    v.as_ptr().cast(),
+                    as_int(v.len()),
+                    self.c.packed,
+                    dest,
+                    tag,
+                    comm,
+                    &mut req,
+                )
+            } else {
+                // Not as one contiguous block (`stages`): the header again
+                // behind the payload, past a gap (adjacent blocks would be
+                // merged into one), and the two sent as a struct.
+                let n = v.len() - HDR;
+                v.resize(HDR + n + BSEND_GAP + HDR, 0);
+                let p = v.as_mut_ptr();
+                std::ptr::copy_nonoverlapping(p, p.add(HDR + n + BSEND_GAP), HDR);
+                match self.struct_type(
+                    p.add(HDR + n + BSEND_GAP).cast::<Header>(),
+                    p.add(HDR).cast(),
+                    as_int(n),
+                    self.c.byte,
+                ) {
+                    Ok(mut t) => {
+                        let rc = PMPI_Isend(
+                            abi::BOTTOM as *const c_void,
+                            1,
+                            t,
+                            dest,
+                            tag,
+                            comm,
+                            &mut req,
+                        );
+                        PMPI_Type_free(&mut t);
+                        rc
+                    }
+                    Err(rc) => rc,
+                }
+            };
             if ok(rc) {
                 let mut st = self.lock();
                 st.bsends.push((req, v));
@@ -589,11 +658,13 @@ impl Engine {
                 Mode::Ready => PMPI_Irsend,
                 _ => PMPI_Isend,
             };
-            let (rc, pending) = if bytes <= self.cfg.inline_max {
+            if bytes <= self.cfg.inline_max {
                 if let Some(n) = contiguous_bytes(dt, count, size).filter(|&n| n <= self.slot_max) {
                     // A derived type that is one contiguous block.
                     return self.isend_slot(mode, dep, hdr, buf, n, dest, tag, comm, req);
                 }
+            }
+            let (rc, pending) = if self.stages(bytes) {
                 match self.stage(size, hdr, buf, count, dt, comm) {
                     Ok(v) => {
                         let rc = real(
@@ -616,7 +687,7 @@ impl Engine {
                     }
                     Err(rc) => return rc,
                 }
-            } else if let Some(w) = self.split_to(dest, tag, comm) {
+            } else if let Some(w) = self.split_above_inline(bytes, dest, tag, comm) {
                 match self.isend_split(mode, hdr, buf, count, dt, w, dest, tag, comm, req) {
                     Ok(p) => (abi::SUCCESS, p),
                     Err(rc) => return rc,
