@@ -2,7 +2,9 @@
 //! item): real `mpirun` jobs of `tests/progs/{integrity,semantics,threads}.c`
 //! for Open MPI and MPICH, at np = 2 and 3, natively and with the shim at
 //! zero, with `LOGGP_VT=on`, and with every knob set at once (small values;
-//! at np = 2 also large values with a send queue of 4). The programs
+//! at np = 2 also large values with a send queue of 4, and virtual time
+//! with receives up to `LOGGP_INLINE_MAX` all staged and all straight into
+//! the buffer, `LOGGP_DIRECT_MIN`). The programs
 //! check their own data; `integrity` also prints an order-independent
 //! checksum of everything received, which must equal the native run's.
 //!
@@ -47,6 +49,19 @@ fn configs(np: u32) -> Vec<(&'static str, Via, Knobs)> {
             "shim, large knobs, send queue 4",
             Via::Direct,
             LARGE_KNOBS.to_vec(),
+        ));
+        // Receives above the slots and up to LOGGP_INLINE_MAX either way,
+        // whatever this MPI's default: all straight into the buffer (a
+        // struct datatype), and all staged.
+        v.push((
+            "shim, LOGGP_VT=on, LOGGP_DIRECT_MIN=256",
+            Via::Direct,
+            vec![("LOGGP_VT", "on"), ("LOGGP_DIRECT_MIN", "256")],
+        ));
+        v.push((
+            "shim, LOGGP_VT=on, LOGGP_DIRECT_MIN=off",
+            Via::Direct,
+            vec![("LOGGP_VT", "on"), ("LOGGP_DIRECT_MIN", "off")],
         ));
     }
     v

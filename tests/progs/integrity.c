@@ -2,7 +2,7 @@
  *
  * Run with np >= 2 (ranks >= 2 only take part in the wildcard section).
  * Expects, under any knobs:
- *   1. messages of 0, 1, 8, 4 KiB, 64 KiB and 1 MiB arrive byte for byte,
+ *   1. messages of 0, 1, 8, 200, 4 KiB, 10 KiB, 64 KiB and 1 MiB arrive byte for byte,
  *      with MPI_Get_count, MPI_SOURCE and MPI_TAG as sent, and nothing is
  *      written past the message in a larger receive buffer;
  *   2. derived datatypes (a vector, small and above the shim's staging
@@ -47,10 +47,14 @@ static void check_status(MPI_Status *st, MPI_Datatype t, int src, int tag,
 
 /* 1. Sizes, out with MPI_Send and back with MPI_Isend. */
 static void sizes(void) {
-  static const int sz[] = {0, 1, 8, 4 * KIB, 64 * KIB, MIB};
+  /* 200 and 10 KiB: receives (n + pad) above the shim's slots and up to
+   * its staging threshold, which land staged or straight in the buffer
+   * by LOGGP_DIRECT_MIN; 200 comes from the sender's slot. */
+  static const int sz[] = {0, 1, 8, 200, 4 * KIB, 10 * KIB, 64 * KIB, MIB};
+  const int nsz = (int)(sizeof sz / sizeof sz[0]);
   const int pad = 64;
   unsigned char *b = malloc(MIB + pad);
-  for (int k = 0; k < 6; k++) {
+  for (int k = 0; k < nsz; k++) {
     int n = sz[k];
     MPI_Status st;
     if (my_rank == 0) {

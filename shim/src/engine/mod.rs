@@ -356,6 +356,11 @@ pub struct Engine {
     /// `LOGGP_INLINE_MAX` where that is smaller (larger ones are not
     /// staged at all).
     slot_max: usize,
+    /// Receives of one contiguous block with at least this capacity (up
+    /// to `LOGGP_INLINE_MAX`) land in the application's buffer through a
+    /// struct datatype instead of a staging copy (`LOGGP_DIRECT_MIN`, or
+    /// the MPI's default).
+    direct_min: usize,
     /// Spin per send and per delivery: o_s and o_r less the shim's own cost
     /// in those calls, learned at start-up (`init::measure_native`).
     o_s_spin: u64,
@@ -795,6 +800,11 @@ impl Engine {
             slot_max: usize::try_from(cfg.inline_max)
                 .unwrap_or(usize::MAX)
                 .min(SLOT_PAYLOAD),
+            direct_min: usize::try_from(
+                cfg.direct_min
+                    .unwrap_or(loggp_core::config::direct_min_default(cfg!(ompi))),
+            )
+            .unwrap_or(usize::MAX),
             o_s_spin: cfg.o_s,
             o_r_spin: cfg.o_r,
             uses_seen: RecvGate::new(&cfg, transit).uses_seen(),

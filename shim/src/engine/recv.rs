@@ -81,14 +81,22 @@ impl Engine {
                 }
             }
             let contig = contiguous_bytes(dt, count, type_size(dt));
-            let staged = contig.filter(|&cap| cap as u64 <= self.cfg.inline_max);
+            let inline = contig.filter(|&cap| cap as u64 <= self.cfg.inline_max);
             // Small: staged in a slot (the light lane's, when nonblocking).
-            if let Some(cap) = staged.filter(|&cap| cap <= self.slot_max) {
+            if let Some(cap) = inline.filter(|&cap| cap <= self.slot_max) {
                 return match req {
                     Some(r) => self.irecv_slot(buf.cast(), cap, src, tag, comm, r),
                     None => self.recv_slot(buf.cast(), cap, src, tag, comm, status),
                 };
             }
+            // Below `direct_min`, staged through a buffer; from there up to
+            // `LOGGP_INLINE_MAX` a struct datatype, as a larger receive,
+            // but not watched: like a staged receive, its message is
+            // staged by the sender, or split only when larger than
+            // `LOGGP_INLINE_MAX` and so than the receive (a truncation,
+            // whose payload the completion receives, as a staged
+            // receive's).
+            let staged = inline.filter(|&cap| cap < self.direct_min);
             let wire = if let Some(cap) = staged {
                 let n = HDR + cap;
                 // Blocking receives reuse this thread's buffer; MPI writes it
@@ -153,7 +161,7 @@ impl Engine {
             match req {
                 Some(r) => {
                     if ok(rc) {
-                        let watch = matches!(wire, Wire::Struct { .. });
+                        let watch = matches!(wire, Wire::Struct { .. }) && inline.is_none();
                         let mut st = self.lock();
                         st.reqs.track(key(*r), Kind::Recv, Pending::Recv(wire));
                         if watch {
