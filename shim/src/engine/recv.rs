@@ -91,11 +91,12 @@ impl Engine {
             }
             // Below `direct_min`, staged through a buffer; from there up to
             // `LOGGP_INLINE_MAX` a struct datatype, as a larger receive,
-            // but not watched: like a staged receive, its message is
-            // staged by the sender, or split only when larger than
-            // `LOGGP_INLINE_MAX` and so than the receive (a truncation,
-            // whose payload the completion receives, as a staged
-            // receive's).
+            // but not watched: like a staged receive, its message comes
+            // whole with its header (staged by the sender, or as a struct
+            // on Open MPI, `Engine::stages`), or split only when larger
+            // than `LOGGP_INLINE_MAX` and so than the receive (a
+            // truncation, whose payload the completion receives, as a
+            // staged receive's).
             let staged = inline.filter(|&cap| cap < self.direct_min);
             let wire = if let Some(cap) = staged {
                 let n = HDR + cap;
