@@ -9,7 +9,7 @@
 //! - `L=+20us` realised on the on-node and the off-node pairs
 //!   (`tests/progs/hosts.c`): the median half round trip *and* each one-way
 //!   time (read on the machine's one CLOCK_MONOTONIC, which the namespaces
-//!   share) 17 to 23 us above the same job with virtual time at zero. A
+//!   share) 15 to 26 us above the same job with virtual time at zero. A
 //!   one-way time sees what a round trip hides: a clock offset adds to one
 //!   direction what it takes from the other;
 //! - the same with `LOGGP_TEST_CLOCK=+3ms,0ppm` on `loggp-h1` only (its
@@ -283,6 +283,19 @@ impl PairCheck<'_> {
     }
 }
 
+/// What `+20us` of L may read as added to a pair's half round trip and
+/// one-way times across the namespaces, the smaller of two jobs against
+/// the smaller of two at zero. Applied twice it reads ~40, not at all ~0.
+/// Each job learns its own transit at start-up, and across the namespaces
+/// a job's transit is bimodal (session 29: ~8.5 or ~12.2 us), so the
+/// zero's jobs can sit in the other mode than the transit the L jobs
+/// learned (the emulated one-way time is that transit + L): session 30's
+/// rehearsal read +23.9 and +23.6 at 2 x 2 (4 ranks on 2 cores; zero 9.0
+/// and 5.6 us), three attempts of three, where the bound was 17 to 23,
+/// and runs by hand +16.4 to +17.0 at 2 x 1 (zero 11.6-12.0 us, L jobs
+/// 28.5) and +24.3 at 2 x 2: the two modes 3.7 us apart, and 2 us more.
+const ADDED_20US: std::ops::RangeInclusive<f64> = 15.0..=26.0;
+
 /// `L=+20us` on every pair of rank 0 (on-node and off-node), against
 /// virtual time at zero in the same attempt; `h1_env` for loggp-h1's ranks.
 /// At 2 x 2 the off-node pair whose ranks have cores of their own is faster
@@ -305,7 +318,7 @@ fn latency(mpi: Mpi, per: u32, h1_env: &str) {
         h1_env,
         base: &[("LOGGP_VT", "on")],
         l: "+20us",
-        want: &|_| 17.0..=23.0,
+        want: &|_| ADDED_20US,
     }
     .run(&what);
 }
@@ -422,7 +435,7 @@ fn drift_while_running_mpich() {
 }
 
 /// Targeting by host (`loggp_core::target`): `L=+20us@inter` raises the
-/// off-node pairs of rank 0 by 17 to 23 us (median half round trip and
+/// off-node pairs of rank 0 by 15 to 26 us (median half round trip and
 /// each one-way time, against virtual time at zero) and leaves its
 /// on-node pair within 5 us; `@intra` the other way round. 2 x 2.
 fn targeted_by_host(mpi: Mpi, sel: &str) {
@@ -436,7 +449,7 @@ fn targeted_by_host(mpi: Mpi, sel: &str) {
         l: &value,
         want: &|same| {
             if same == intra {
-                17.0..=23.0
+                ADDED_20US
             } else {
                 -5.0..=5.0
             }
