@@ -554,9 +554,12 @@ fn settings_differ_on_one_host_mpich() {
 /// (Open MPI over TCP, launched in loggp-h0 with the bed's agent passed as
 /// MCA variables) and says so: the report names the pair's hosts ("two
 /// hosts: across the network"), `calibration.json` carries them, and
-/// `L=20us` is realised as 20 us added (within 16 to 24 us, against the
-/// native baseline: the zero-knob cost of the shim across hosts is part of
-/// it).
+/// `L=20us` is realised as 20 us added (within 16 to 24 us) against the
+/// emulated machine at zero (the row at 0 of the same report), as
+/// `loggp sweep` measures. Against the native baseline, the shim's
+/// zero-knob cost across the namespaces is in it: 19.8-23.3 us read by
+/// hand, but 26.6-26.9 in three attempts of three in session 30's second
+/// rehearsal, while the native baseline itself read o_s 2.6 and 4.7 us.
 #[test]
 fn calibrate_measures_the_off_node_pair_openmpi() {
     let what = "calibrate --hosts across the bed, Open MPI";
@@ -585,7 +588,7 @@ fn calibrate_measures_the_off_node_pair_openmpi() {
                 "--knob",
                 "L",
                 "--values",
-                "20us",
+                "0,20us",
                 "--out",
             ])
             .arg(&out);
@@ -622,19 +625,30 @@ fn calibrate_measures_the_off_node_pair_openmpi() {
                 "calibration.csv has no knob/realised columns:\n{csv}"
             ));
         };
+        // The L sweep's rows, in order: at 0, then at 20us.
         let realised: Vec<f64> = lines
             .map(|l| l.split(',').collect::<Vec<_>>())
             .filter(|f| f.get(k) == Some(&"L"))
             .filter_map(|f| f.get(r).and_then(|x| x.parse::<f64>().ok()))
             .collect();
-        let us = realised.last().copied().unwrap_or(f64::NAN) / 1e3;
+        let [zero, twenty] = realised[..] else {
+            return Err(format!(
+                "calibration.csv: expected two L rows (0 and 20us), got {realised:?}\n{csv}"
+            ));
+        };
+        let us = (twenty - zero) / 1e3;
         if !(16.0..=24.0).contains(&us) {
             return Err(format!(
-                "L=20us realised {us:.2} us off-node (expected 16 to 24)\n{md}"
+                "L=20us realised {us:.2} us off-node against the row at 0 \
+                 ({:.2} and {:.2} us against native; expected 16 to 24)\n{md}",
+                twenty / 1e3,
+                zero / 1e3
             ));
         }
         Ok(format!(
-            "L=20us realised {us:.2} us between loggp-h0 and loggp-h1"
+            "L=20us realised {us:.2} us between loggp-h0 and loggp-h1 against the row at 0 \
+             ({:.2} us against native)",
+            twenty / 1e3
         ))
     });
     let _ = std::fs::remove_dir_all(&out);
