@@ -9,6 +9,14 @@ use super::*;
 /// fragment's own headers included), so that no single-copy get moves it.
 const OMPI_STAGED_MAX: u64 = 4096 - 64;
 
+/// Whether a message of `bytes` (and the header) may be sent as one
+/// contiguous block of the shim's own (`Engine::stages`): always but on
+/// Open MPI, there only up to `OMPI_STAGED_MAX`.
+#[inline(always)]
+fn one_block_is_safe(bytes: u64) -> bool {
+    !cfg!(ompi) || bytes + HDR as u64 <= OMPI_STAGED_MAX
+}
+
 /// Bytes between a buffered send's payload and the copy of its header
 /// behind it, where it goes as a struct (`Engine::bsend`).
 const BSEND_GAP: usize = 64;
@@ -326,7 +334,7 @@ impl Engine {
     /// by copies that stop at the receive's end.
     #[inline(always)]
     pub(super) fn stages(&self, bytes: u64) -> bool {
-        bytes <= self.cfg.inline_max && (!cfg!(ompi) || bytes + HDR as u64 <= OMPI_STAGED_MAX)
+        bytes <= self.cfg.inline_max && one_block_is_safe(bytes)
     }
 
     /// Posts a split send: the payload as it is to world rank `w` on
@@ -433,7 +441,9 @@ impl Engine {
                 Err(rc) => return rc,
             };
             let mut req = self.c.request_null;
-            let rc = if self.stages(bytes) {
+            // Any size: a buffered send is always staged (its buffer is
+            // the application's again on return).
+            let rc = if one_block_is_safe(bytes) {
                 PMPI_Isend(
                     v.as_ptr().cast(),
                     as_int(v.len()),
@@ -444,7 +454,7 @@ impl Engine {
                     &mut req,
                 )
             } else {
-                // Not as one contiguous block (`stages`): the header again
+                // Not as one contiguous block (`stages`, Open MPI): the header again
                 // behind the payload, past a gap (adjacent blocks would be
                 // merged into one), and the two sent as a struct.
                 let n = v.len() - HDR;
