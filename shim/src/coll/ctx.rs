@@ -619,6 +619,9 @@ impl Ty {
 /// A temporary buffer for `n` elements of a type, laid out as MPI expects
 /// (its true lower bound respected; MPI-3.1 §4.1.8 "true extent").
 pub struct Tmp {
+    /// Empty, with the room as its capacity: the bytes are reached only
+    /// through `p` (MPI and the shim's copies write them before anything
+    /// reads), never as a slice, so they need no initial value.
     v: Vec<u8>,
     shift: isize,
 }
@@ -636,7 +639,7 @@ impl Tmp {
         Tmp {
             v: match crate::engine::get_opt() {
                 Some(e) => e.scratch(n),
-                None => vec![0u8; n],
+                None => Vec::with_capacity(n),
             },
             shift: -t.tlb,
         }
