@@ -8,7 +8,10 @@
 # MPI is openmpi or mpich (mpirun.MPI and mpicc.MPI on PATH). SPEC is a
 # comma-separated list of VAR=VALUE for that run's ranks, empty for none; a
 # first item `shim` preloads SHIM_DIR/libloggp-MPI.so (default
-# target/release) with LOGGP_VT=on. Prints per metric and spec the median
+# target/release) with LOGGP_VT=on, `shim:DIR` DIR/libloggp-MPI.so (another
+# build, e.g. the one before a change). CALLS (and BATCHES, default 15)
+# go to coll_bench: calls per batch (default 200; the 1 MiB Allreduce
+# makes a fiftieth of them). Prints per metric and spec the median
 # [min..max] over rounds and the median [min..max] of the per-round ratios
 # to the first spec. The library's own algorithm beside the shim's, to tell
 # the shim's per-message cost from the choice of algorithm (Open MPI 4.1's
@@ -37,9 +40,11 @@ for _ in $(seq 1 "${ROUNDS:-3}"); do
     vars=()
     IFS=, read -r -a items <<<"$rest"
     for v in "${items[@]}"; do
-      if [ "$v" = shim ]; then
-        [ -f "$so" ] || { echo "bench-coll: $so missing" >&2; exit 1; }
-        vars+=(LD_PRELOAD="$so" LOGGP_VT=on)
+      if [ "$v" = shim ] || [ "${v%%:*}" = shim ]; then
+        lib=$so
+        [ "$v" = shim ] || lib=$(cd "${v#shim:}" && pwd)/libloggp-$mpi.so
+        [ -f "$lib" ] || { echo "bench-coll: $lib missing" >&2; exit 1; }
+        vars+=(LD_PRELOAD="$lib" LOGGP_VT=on)
       elif [ -n "$v" ]; then
         vars+=("$v")
       fi
@@ -48,7 +53,7 @@ for _ in $(seq 1 "${ROUNDS:-3}"); do
     for v in "${vars[@]}"; do
       if [ "$mpi" = openmpi ]; then a+=(-x "$v"); else a+=(-genv "${v%%=*}" "${v#*=}"); fi
     done
-    echo "$label $(flock /tmp/loggp-mpi.lock timeout 300 "mpirun.$mpi" -np "$np" "${a[@]}" "$prog")" >>"$raw"
+    echo "$label $(flock /tmp/loggp-mpi.lock timeout 300 "mpirun.$mpi" -np "$np" "${a[@]}" "$prog" ${CALLS:-} ${CALLS:+${BATCHES:-15}})" >>"$raw"
   done
 done
 python3 - "$raw" "$np" <<'PY'
