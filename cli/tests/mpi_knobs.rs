@@ -323,13 +323,19 @@ fn big_g(mpi: Mpi, g: &str) {
     retry(ATTEMPTS, &format!("G={g}, {}", mpi.name()), || {
         let out = timing(mpi, Via::Loggp, &[("LOGGP_G", g)], "bw", 10);
         let (send, t) = (stat(&out, "send_us"), stat(&out, "time_us"));
+        // Every repetition is held by the emulated machine (the fastest at
+        // least 10 ms); the upper bounds are on the tenth percentile: with
+        // MPICH spinning on 2 cores, a test thread's work beside the job
+        // (a compile) cost some repetitions a time slice (~5 ms: medians of
+        // 15.3 ms, p10 10.5, in 2 attempts of 3 of one run), while a doubled
+        // G reads 21 ms in every repetition.
         bound(
-            t.med >= 10_000.0 && send.med >= 10_000.0 && send.med <= 12_560.0 && t.med <= 13_000.0,
+            t.min >= 10_000.0 && send.min >= 10_000.0 && send.p10 <= 12_560.0 && t.p10 <= 13_000.0,
             format!(
-                "with G={g} a 1 MiB transfer takes {:.0} us (p10 {:.0}; expected 10000 to \
-                 13000: the send and a reply), its MPI_Send {:.0} us (expected 10000 to 12560: \
-                 (2^20 - 1) x 10 ns, 15 % more, and 500 us)",
-                t.med, t.p10, send.med
+                "with G={g} a 1 MiB transfer takes {:.0} us (p10 {:.0}, fastest {:.0}; expected \
+                 10000 to 13000: the send and a reply), its MPI_Send {:.0} us (p10 {:.0}, fastest \
+                 {:.0}; expected 10000 to 12560: (2^20 - 1) x 10 ns, 15 % more, and 500 us)",
+                t.med, t.p10, t.min, send.med, send.p10, send.min
             ),
         )
     });

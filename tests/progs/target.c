@@ -197,18 +197,19 @@ int main(int argc, char **argv) {
         "usage: target <repetitions> [gaps]");
   int reps = atoi(argv[1]);
   CHECK(reps >= 1 && reps <= MAXREP, "repetitions must be 1..%d", MAXREP);
+  /* Rank 0 on one CPU, its two peers on another: each pair then always
+   * spans two CPUs, and the idle peer sleeps beside the busy one. Left to
+   * the scheduler, 3 ranks on 2 cores sometimes put rank 0 and its peer on
+   * one CPU for a whole job (every 64 KiB ping 50-90 us instead of 9-12;
+   * an 8-byte half round trip with 2 of 1.06 us against 0.50 with 1).
+   * Best effort: a mask the job may not change is kept. */
+  if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(my_rank == 0 ? 0 : 1, &set);
+    (void)sched_setaffinity(0, sizeof set, &set);
+  }
   if (argc == 3) {
-    /* Rank 0 on one CPU, its two peers on another: each pair then always
-     * spans two CPUs, and the idle peer sleeps beside the busy one. Left
-     * to the scheduler, 3 ranks on 2 cores sometimes put rank 0 and its
-     * peer on one CPU for a whole job (every 64 KiB ping 50-90 us instead
-     * of 9-12). Best effort: a mask the job may not change is kept. */
-    if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(my_rank == 0 ? 0 : 1, &set);
-      (void)sched_setaffinity(0, sizeof set, &set);
-    }
     lazy_barrier();
     if (my_rank == 0) printf("target:");
     bwtime(1, reps, "bw_1");
