@@ -1197,6 +1197,15 @@ pub unsafe fn before_finalize() {
         }
         crate::coll::finalize();
         if let Some(mut comm) = private {
+            // Every rank enters the library's MPI_Finalize with the shim's
+            // traffic done. Without it MPICH 4.0 over UCX's TCP across the
+            // test bed's two "hosts" hung in MPI_Finalize in 4 of 22 jobs
+            // (`hosts 400 4000` with loggp-h1's clock drifted, as
+            // mpi_hosts' drift test runs it): rank 0 in the launcher's
+            // barrier, rank 1 in UCX's progress closing its endpoint; with
+            // it, 0 of 22 (natively 0 of 10). MPI_Finalize is collective:
+            // every rank comes here.
+            crate::real::PMPI_Barrier(comm);
             PMPI_Comm_free(&mut comm);
         }
         if let Some(mut comm) = PAYLOAD.get().map(|p| p.0) {
