@@ -360,6 +360,16 @@ fn latency_with_a_host_3ms_ahead_mpich() {
 /// one job by 40 to 90 us, in either job and with the build before as much
 /// as with session 29's (a single pair of jobs failed 3 attempts in a row
 /// in a CI rehearsal). Five attempts: a fault fails every one.
+///
+/// On Open MPI the ping 0 → 1 is not checked, only printed: its TCP
+/// transport takes 77-85 us natively to bring a ping to a receiver that
+/// has waited in MPI_Recv through the 10 ms pause (`netns-mpirun.sh
+/// openmpi 1 2 hosts 400 4000`, four runs; the reply 1 → 0, to a sender
+/// that has just sent, 25-27 us), and through the shim at zero 12-117 us
+/// by job, so the last tenth's L is absorbed or shown by chance (one run
+/// failed 4 attempts of 5 that way, another 3). The reply is checked
+/// within 10 to 40 us (doubled L is the latency tests' to catch; the zero
+/// jobs' reply also reads 10 or 27-31 by job). MPICH's both ways, 10 to 30.
 fn drift(mpi: Mpi) {
     let what = format!("200 ppm of drift on loggp-h1, 2 x 1, {}", mpi.name());
     if !ready(&what) {
@@ -394,9 +404,15 @@ fn drift(mpi: Mpi) {
                 .fold(f64::INFINITY, f64::min)
         };
         let mut detail = Vec::new();
+        let open_mpi = mpi.is_ompi();
         for key in ["last1", "lastb1"] {
             let (z, v) = (least(&zero, key), least(&l, key));
             let added = v - z;
+            let (checked, band) = match (open_mpi, key) {
+                (true, "last1") => (false, 10.0..=30.0),
+                (true, _) => (true, 10.0..=40.0),
+                _ => (true, 10.0..=30.0),
+            };
             let each = |jobs: &[Outcome]| {
                 jobs.iter()
                     .map(|o| format!("{:.2}", o.num(key)))
@@ -404,18 +420,21 @@ fn drift(mpi: Mpi) {
                     .join("/")
             };
             detail.push(format!(
-                "{key}: {z:.2} -> {v:.2} us (+{added:.2}; jobs {} -> {})",
+                "{key}: {z:.2} -> {v:.2} us (+{added:.2}; jobs {} -> {}){}",
                 each(&zero),
-                each(&l)
+                each(&l),
+                if checked { "" } else { " (not checked)" }
             ));
-            if !(10.0..=30.0).contains(&added) {
+            if checked && !band.contains(&added) {
                 return Err(format!(
                     "last tenth of a 4 s run, one-way {} (median, the smaller of two jobs): \
                      {z:.3} us at VT zero ({}), {v:.3} us with L=+20us and 200 ppm of \
-                     drift ({}): added {added:.3} us, expected 10 to 30\n{}",
+                     drift ({}): added {added:.3} us, expected {} to {}\n{}",
                     if key == "last1" { "0 -> 1" } else { "1 -> 0" },
                     each(&zero),
                     each(&l),
+                    band.start(),
+                    band.end(),
                     l[1].describe()
                 ));
             }
