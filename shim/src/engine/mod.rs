@@ -252,8 +252,7 @@ impl State {
     /// A staging buffer back to the pool (small ones, and not too many).
     fn put_back(&mut self, v: Vec<u8>) {
         const MOST: usize = 256;
-        const LARGEST: usize = 64 << 10;
-        if v.capacity() <= LARGEST && self.pool.len() < MOST {
+        if v.capacity() <= POOLED_MAX && self.pool.len() < MOST {
             self.pool.push(v);
         }
     }
@@ -444,6 +443,9 @@ unsafe fn world_ranks(c: &Consts, comm: Comm) -> Vec<u32> {
 /// How often the native library's progress engine is driven while the
 /// shim passes emulated time (`Engine::pass_time`).
 const PROGRESS_EVERY_NS: u64 = 1_000;
+
+/// The largest buffer the staging pool keeps (`State::put_back`).
+const POOLED_MAX: usize = 64 << 10;
 
 /// `WAITED`: the message was there when the receiver asked (or nothing
 /// is known).
@@ -1041,6 +1043,11 @@ impl Engine {
     /// the whole message per call (5 % of a 1 MiB Allreduce's time at two
     /// ranks under `perf`).
     pub(crate) fn scratch(&self, n: usize) -> Vec<u8> {
+        if n > POOLED_MAX {
+            // The pool holds none this large, and this one will not go
+            // back to it: leave the pool's small buffers where they are.
+            return Vec::with_capacity(n);
+        }
         let mut v = self.stage_buf();
         v.clear();
         if v.capacity() < n {
