@@ -52,10 +52,11 @@ impl Pattern {
     }
 }
 
-/// Whether sequence number `a` was sent before `b` (wrapping: the two lie
-/// less than 2^31 messages apart).
+/// Whether sequence number `a` was sent before `b`, by their low 24 bits
+/// (all that the shim's compact header carries), wrapping: the two lie
+/// less than 2^23 messages apart.
 pub fn sent_before(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) < 0
+    ((a.wrapping_sub(b) << 8) as i32) < 0
 }
 
 /// A stashed message: its envelope and its virtual arrival time.
@@ -305,6 +306,12 @@ mod tests {
         assert!(!sent_before(2, 2));
         assert!(sent_before(u32::MAX, 0));
         assert!(!sent_before(0, u32::MAX));
+        // Only the low 24 bits count: a compact header's 0xFF_FFFF comes
+        // just before a full header's 0x0100_0000.
+        assert!(sent_before(0x00FF_FFFF, 0x0100_0000));
+        assert!(sent_before(0x00FF_FFFF, 0x7700_0000));
+        assert!(!sent_before(0x0100_0001, 0x00FF_FFFF));
+        assert!(!sent_before(0x0500_0007, 0x0000_0007));
     }
 
     #[test]

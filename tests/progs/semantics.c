@@ -26,7 +26,18 @@
  *   8. several nonblocking receives of probed messages (which the shim has
  *      already taken off the network) in flight at once, completed by
  *      Waitall, Waitany and Wait in reverse order, each get their own data
- *      and status.
+ *      and status;
+ *   9. tiny messages (up to 16 bytes: the shim sends them behind a
+ *      16-byte header, which fits in the room any receive keeps for its
+ *      32-byte one, so it must place them and raise their truncation
+ *      itself): 16 bytes into 8 and 12 into 4 (Recv; Irecv + Waitall,
+ *      MPI_ERR_IN_STATUS) are truncations that write nothing past the
+ *      receive; 8 bytes into receives of 1 MiB, of 20000 bytes and of a
+ *      vector type (12 bytes there, a partial element: only its first
+ *      three ints land), through a persistent receive, after MPI_Probe,
+ *      MPI_Mprobe + MPI_Mrecv, and MPI_Request_get_status; and receives
+ *      of any tag take 8-, 100- and 8-byte messages in send order when the
+ *      last was probed first.
  * Rank 0 prints "semantics: PASS np=N checks=C"; on failure a line
  * "FAIL semantics rank R: ..." and a non-zero exit. */
 #include "common.h"
@@ -512,6 +523,125 @@ static void probed_in_flight(void) {
   }
 }
 
+/* 9. Tiny messages. */
+static void tiny(void) {
+  unsigned char *b = malloc(1 << 20);
+  MPI_Status st;
+  if (my_rank == 0) {
+    unsigned char m[100];
+    fill(m, 16, 0, 90);
+    MPI_OK(MPI_Send(m, 16, MPI_BYTE, 1, 90, MPI_COMM_WORLD));
+    fill(m, 12, 0, 91);
+    MPI_OK(MPI_Send(m, 12, MPI_BYTE, 1, 91, MPI_COMM_WORLD));
+    fill(m, 8, 0, 92);
+    MPI_OK(MPI_Send(m, 8, MPI_BYTE, 1, 92, MPI_COMM_WORLD));
+    for (int t = 93; t <= 99; t++) {
+      fill(m, 8, 0, t);
+      MPI_OK(MPI_Send(m, 8, MPI_BYTE, 1, t, MPI_COMM_WORLD));
+    }
+    fill(m, 12, 0, 100);
+    MPI_OK(MPI_Send(m, 12, MPI_BYTE, 1, 100, MPI_COMM_WORLD));
+    int sizes[3] = {8, 100, 8};
+    for (int k = 0; k < 3; k++) {
+      fill(m, (size_t)sizes[k], 0, 101 + k);
+      MPI_OK(MPI_Send(m, sizes[k], MPI_BYTE, 1, 101 + k, MPI_COMM_WORLD));
+    }
+  } else if (my_rank == 1) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int cls = -1;
+    /* 16 into 8, blocking. */
+    memset(b, 0xEE, 64);
+    int rc = MPI_Recv(b, 8, MPI_BYTE, 0, 90, MPI_COMM_WORLD, &st);
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TRUNCATE, "16 bytes into 8: return %d (class %d)", rc, cls);
+    for (int i = 8; i < 64; i++) CHECK(b[i] == 0xEE, "16 bytes into 8 wrote byte %d", i);
+    /* 12 into 4 beside a whole one, Irecv + Waitall. */
+    MPI_Request q[2];
+    memset(b, 0xEE, 64);
+    MPI_OK(MPI_Irecv(b, 4, MPI_BYTE, 0, 91, MPI_COMM_WORLD, &q[0]));
+    MPI_OK(MPI_Irecv(b + 32, 8, MPI_BYTE, 0, 92, MPI_COMM_WORLD, &q[1]));
+    MPI_Status sts[2];
+    rc = MPI_Waitall(2, q, sts);
+    cls = -1;
+    if (sts[0].MPI_ERROR != MPI_SUCCESS) MPI_Error_class(sts[0].MPI_ERROR, &cls);
+    CHECK(rc == MPI_ERR_IN_STATUS && cls == MPI_ERR_TRUNCATE,
+          "12 bytes into 4 in a Waitall: return %d, status class %d", rc, cls);
+    CHECK(sts[1].MPI_ERROR == MPI_SUCCESS || sts[1].MPI_ERROR == MPI_ERR_PENDING,
+          "the whole one beside it: status error %d", sts[1].MPI_ERROR);
+    if (sts[1].MPI_ERROR == MPI_ERR_PENDING) MPI_OK(MPI_Wait(&q[1], &sts[1]));
+    for (int i = 4; i < 32; i++) CHECK(b[i] == 0xEE, "12 bytes into 4 wrote byte %d", i);
+    CHECK(verify(b + 32, 8, 0, 92) < 0, "8 bytes beside a truncation: data differs");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    /* 8 bytes into 1 MiB and into 20000 bytes. */
+    MPI_OK(MPI_Recv(b, 1 << 20, MPI_BYTE, 0, 93, MPI_COMM_WORLD, &st));
+    check_st(&st, 0, 93, 8, "8 bytes into 1 MiB");
+    CHECK(verify(b, 8, 0, 93) < 0, "8 bytes into 1 MiB: data differs");
+    MPI_OK(MPI_Irecv(b, 20000, MPI_BYTE, 0, 94, MPI_COMM_WORLD, &q[0]));
+    MPI_OK(MPI_Wait(&q[0], &st));
+    check_st(&st, 0, 94, 8, "8 bytes into 20000");
+    CHECK(verify(b, 8, 0, 94) < 0, "8 bytes into 20000: data differs");
+    /* A persistent receive, twice. */
+    MPI_Request pr;
+    MPI_OK(MPI_Recv_init(b, 64, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &pr));
+    for (int t = 95; t <= 96; t++) {
+      MPI_OK(MPI_Start(&pr));
+      MPI_OK(MPI_Wait(&pr, &st));
+      check_st(&st, 0, t, 8, "8 bytes into a persistent receive");
+      CHECK(verify(b, 8, 0, t) < 0, "persistent receive of tag %d: data differs", t);
+    }
+    MPI_OK(MPI_Request_free(&pr));
+    /* After MPI_Probe; MPI_Mprobe + MPI_Mrecv. */
+    MPI_OK(MPI_Probe(0, 97, MPI_COMM_WORLD, &st));
+    check_st(&st, 0, 97, 8, "probed 8 bytes");
+    MPI_OK(MPI_Recv(b, 64, MPI_BYTE, 0, 97, MPI_COMM_WORLD, &st));
+    check_st(&st, 0, 97, 8, "8 bytes after a probe");
+    CHECK(verify(b, 8, 0, 97) < 0, "8 bytes after a probe: data differs");
+    MPI_Message msg;
+    MPI_OK(MPI_Mprobe(0, 98, MPI_COMM_WORLD, &msg, &st));
+    check_st(&st, 0, 98, 8, "Mprobe of 8 bytes");
+    MPI_OK(MPI_Mrecv(b, 64, MPI_BYTE, &msg, &st));
+    check_st(&st, 0, 98, 8, "Mrecv of 8 bytes");
+    CHECK(verify(b, 8, 0, 98) < 0, "Mrecv of 8 bytes: data differs");
+    /* MPI_Request_get_status, then MPI_Wait. */
+    MPI_OK(MPI_Irecv(b, 64, MPI_BYTE, 0, 99, MPI_COMM_WORLD, &q[0]));
+    int flag = 0;
+    while (!flag) MPI_OK(MPI_Request_get_status(q[0], &flag, &st));
+    check_st(&st, 0, 99, 8, "Request_get_status of 8 bytes");
+    MPI_OK(MPI_Wait(&q[0], &st));
+    check_st(&st, 0, 99, 8, "Wait after Request_get_status");
+    CHECK(verify(b, 8, 0, 99) < 0, "8 bytes after Request_get_status: data differs");
+    /* 12 bytes into two elements of a vector of 4 ints with stride 2: the
+     * first three ints land at 0, 2 and 4; nothing else is written. */
+    MPI_Datatype vec;
+    MPI_OK(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
+    MPI_OK(MPI_Type_commit(&vec));
+    int iv[16], want[16];
+    for (int i = 0; i < 16; i++) iv[i] = want[i] = -5 - i;
+    unsigned char src12[12];
+    fill(src12, 12, 0, 100);
+    memcpy(&want[0], src12, 4);
+    memcpy(&want[2], src12 + 4, 4);
+    memcpy(&want[4], src12 + 8, 4);
+    MPI_OK(MPI_Irecv(iv, 2, vec, 0, 100, MPI_COMM_WORLD, &q[0]));
+    MPI_OK(MPI_Type_free(&vec));
+    MPI_OK(MPI_Wait(&q[0], &st));
+    int elems = -1;
+    MPI_OK(MPI_Get_elements(&st, MPI_INT, &elems));
+    CHECK(elems == 3, "12 bytes into a vector: %d ints, expected 3", elems);
+    for (int i = 0; i < 16; i++)
+      CHECK(iv[i] == want[i], "12 bytes into a vector: int %d is %d, expected %d", i, iv[i], want[i]);
+    /* Any tag, in send order, the last probed first. */
+    MPI_OK(MPI_Probe(0, 103, MPI_COMM_WORLD, &st));
+    int sizes[3] = {8, 100, 8};
+    for (int k = 0; k < 3; k++) {
+      MPI_OK(MPI_Recv(b, 100, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+      check_st(&st, 0, 101 + k, sizes[k], "any tag after a probe of the last");
+      CHECK(verify(b, (size_t)sizes[k], 0, 101 + k) < 0, "any tag, message %d: data differs", k);
+    }
+  }
+  free(b);
+}
+
 int main(int argc, char **argv) {
   int np;
   init_common("semantics", &argc, &argv);
@@ -525,6 +655,7 @@ int main(int argc, char **argv) {
   ring(np);
   send_modes();
   probed_in_flight();
+  tiny();
   long checks = 0;
   MPI_Reduce(&n_checks, &checks, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (my_rank == 0) {

@@ -70,10 +70,7 @@ impl Engine {
                     self.ready_at(gate, msg.d, msg.src, msg.l, msg.payload().len() as u64)
                 }
                 Pending::Recv(wire) => {
-                    let payload = wire
-                        .split_bytes()
-                        .unwrap_or_else(|| status_bytes(st, self.c.byte).saturating_sub(HDR))
-                        as u64;
+                    let payload = wire.payload_len(status_bytes(st, self.c.byte)) as u64;
                     let h = wire.header();
                     self.ready_at(gate, h.d, h.src, h.l, payload)
                 }
@@ -87,11 +84,14 @@ impl Engine {
                     s.msg.payload().len() as u64,
                 ),
                 Pending::PRecv { hdr, split, .. } => {
+                    let at = std::ptr::addr_of!(**hdr).cast::<u8>();
+                    let got = status_bytes(st, self.c.byte);
                     let payload = match split {
                         Split::Done { bytes, .. } => *bytes,
-                        _ => status_bytes(st, self.c.byte).saturating_sub(HDR),
+                        _ => got.saturating_sub(hdr_len(at, got)),
                     } as u64;
-                    self.ready_at(gate, hdr.d, hdr.src, hdr.l, payload)
+                    let h = Header::read_from(at);
+                    self.ready_at(gate, h.d, h.src, h.l, payload)
                 }
                 _ => 0,
             }
@@ -495,10 +495,16 @@ impl Engine {
     pub(super) unsafe fn peek_recv(&self, wire: &mut Wire, st: &mut Status) {
         unsafe {
             let got = status_bytes(st, self.c.byte);
-            wire.place(got);
-            let n = wire
-                .split_bytes()
-                .unwrap_or_else(|| got.saturating_sub(HDR));
+            let n = if wire.header().magic == MAGIC && wire.is_compact(got) {
+                // Its truncation, if any, is raised at completion.
+                match self.place_compact(wire, got) {
+                    Ok((n, _)) => n,
+                    Err(_) => 0,
+                }
+            } else {
+                wire.place(got);
+                wire.payload_len(got)
+            };
             set_status_bytes(st, self.c.byte, n as u64);
         }
     }
@@ -802,10 +808,10 @@ impl Engine {
                 }
                 return false;
             }
-            let Some(got) = self.landed(s, st) else {
+            let Some(at) = self.landed(s, st) else {
                 return false;
             };
-            self.deliver_idle(g, s, st, got, want_count);
+            self.deliver_idle(g, s, st, at, want_count);
             true
         }
     }

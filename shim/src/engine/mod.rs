@@ -10,7 +10,13 @@
 //! the message's drawn L (`LOGGP_L_DIST`, `loggp_core::dist`) and `lag` how
 //! long before `d` the message was handed to MPI (what the receiver learns
 //! the clocks' drift from), `seq` the sender's count of messages (send
-//! order, for the probe stash). Travelling in the same message makes
+//! order, for the probe stash). A payload of at most 16 bytes whose header
+//! has no `l` (nor across hosts a `lag`) travels behind a 16-byte *compact* header
+//! instead (`wire::COMPACT`: `["-P"][src, 24 bits][seq, low 24 bits][d
+//! u64]`): such a message is at most 32 bytes, so it lands whole in the
+//! header's room of any receive, which moves its payload to the
+//! application's buffer and raises a truncation MPI could not see
+//! (`Engine::finish_compact`). Travelling in the same message makes
 //! the header's association with its data immune to matching order,
 //! wildcards and completion order. Two equivalent encodings produce the same
 //! bytes on the wire, and the receiver chooses independently of the sender:

@@ -75,22 +75,33 @@ impl Engine {
         count: c_int,
         dt: Datatype,
     ) -> Result<(usize, bool), c_int> {
+        unsafe { self.place_bytes(m.payload(), buf, count, dt) }
+    }
+
+    /// `place_stashed` of the bytes `payload`.
+    pub(super) unsafe fn place_bytes(
+        &self,
+        payload: &[u8],
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+    ) -> Result<(usize, bool), c_int> {
         unsafe {
             let size = type_size(dt);
             let cap =
                 usize::try_from(size * u64::try_from(count).unwrap_or(0)).unwrap_or(usize::MAX);
-            let n = m.payload().len().min(cap);
-            let truncated = m.payload().len() > cap;
+            let n = payload.len().min(cap);
+            let truncated = payload.len() > cap;
             if n == 0 {
                 return Ok((0, truncated));
             }
             if contiguous_bytes(dt, count, size).is_some() {
-                std::ptr::copy_nonoverlapping(m.payload().as_ptr(), buf.cast::<u8>(), n);
+                std::ptr::copy_nonoverlapping(payload.as_ptr(), buf.cast::<u8>(), n);
                 return Ok((n, truncated));
             }
             let (k, t) = self.packed_bytes(n)?;
             let rc = PMPI_Sendrecv(
-                m.payload().as_ptr().cast(),
+                payload.as_ptr().cast(),
                 k,
                 t,
                 0,
@@ -284,7 +295,12 @@ impl Engine {
             if !ok(rc) {
                 return Err(rc);
             }
-            let h = if v.len() < HDR {
+            let at = if v.len() >= 2 {
+                hdr_len(v.as_ptr(), v.len())
+            } else {
+                HDR
+            };
+            let h = if v.len() < at {
                 Header::default()
             } else {
                 Header::read_from(v.as_ptr())
@@ -292,8 +308,13 @@ impl Engine {
             if v.len() == HDR && h.magic == MAGIC_SPLIT {
                 // The header came alone: its payload joins it here.
                 self.pull_payload(&h, &mut v)?;
-            } else if v.len() < HDR || h.magic != MAGIC {
+            } else if v.len() < at || h.magic != MAGIC {
                 self.escaped(&st);
+            } else if at == COMPACT {
+                // Kept behind a full header, as every stashed message.
+                let mut full = [0u8; HDR];
+                h.write_to(full.as_mut_ptr());
+                v.splice(..COMPACT, full);
             }
             let payload = (v.len() - HDR) as u64;
             self.counters.probed.fetch_add(1, Ordering::Relaxed);

@@ -346,8 +346,8 @@ impl Engine {
     ) -> c_int {
         unsafe {
             if rc == abi::SUCCESS && !(may_cancel && cancels_seen()) {
-                if let Some(got) = self.landed(s, st) {
-                    self.deliver_slot(s, st, got, want_count);
+                if let Some(at) = self.landed(s, st) {
+                    self.deliver_slot(s, st, at, want_count);
                     return abi::SUCCESS;
                 }
             }
@@ -355,16 +355,19 @@ impl Engine {
         }
     }
 
-    /// The bytes (with its header) that slot `s`'s receive got, as `st`
-    /// reports them, when they are a whole message of the shim's
+    /// Where the payload is in slot `s` and its length, as `st` reports the
+    /// bytes received, when they are a whole message of the shim's
     /// (`landed_whole`) from a real source (not MPI_PROC_NULL, nor the
     /// empty status of a cancelled receive).
     #[inline(always)]
-    pub(super) unsafe fn landed(&self, s: SlotRef, st: &Status) -> Option<usize> {
+    pub(super) unsafe fn landed(&self, s: SlotRef, st: &Status) -> Option<Landed> {
         unsafe {
             let src = st.source();
             let got = status_bytes(st, self.c.byte);
-            (src != abi::PROC_NULL && src != abi::ANY_SOURCE && landed_whole(s, got)).then_some(got)
+            if src == abi::PROC_NULL || src == abi::ANY_SOURCE {
+                return None;
+            }
+            landed_whole(s, got)
         }
     }
 
@@ -374,19 +377,19 @@ impl Engine {
     /// count (at an idle gate `deliver_idle`'s; elsewhere `gate_timed`
     /// keeps it) and the slot's return.
     #[inline(always)]
-    unsafe fn deliver_slot(&self, s: SlotRef, st: &mut Status, got: usize, want_count: bool) {
+    unsafe fn deliver_slot(&self, s: SlotRef, st: &mut Status, at: Landed, want_count: bool) {
         unsafe {
             if self.idle_gate {
-                self.deliver_idle(&mut self.lock(), s, st, got, want_count);
+                self.deliver_idle(&mut self.lock(), s, st, at, want_count);
                 return;
             }
-            let payload = got - HDR;
+            let payload = at.payload;
             if want_count {
                 set_status_bytes(st, self.c.byte, payload as u64);
             }
             let hdr = Header::read_from(s.ptr());
             self.gate_timed(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, true);
-            copy_bytes(s.ptr().add(HDR), s.slot().buf, payload);
+            copy_bytes(s.ptr().add(at.at), s.slot().buf, payload);
             self.lock().slots.give(s);
         }
     }
@@ -400,15 +403,15 @@ impl Engine {
         g: &mut State,
         s: SlotRef,
         st: &mut Status,
-        got: usize,
+        at: Landed,
         want_count: bool,
     ) {
         unsafe {
-            let payload = got - HDR;
+            let payload = at.payload;
             if want_count {
                 set_status_bytes(st, self.c.byte, payload as u64);
             }
-            copy_bytes(s.ptr().add(HDR), s.slot().buf, payload);
+            copy_bytes(s.ptr().add(at.at), s.slot().buf, payload);
             g.recvs += 1;
             g.bytes_recv += payload as u64;
             g.slots.give(s);
@@ -439,9 +442,11 @@ impl Engine {
                 return abi::SUCCESS;
             }
             let got = status_bytes(st, self.c.byte);
-            if rc == abi::SUCCESS && landed_whole(s, got) {
-                self.deliver_slot(s, st, got, want_count);
-                return abi::SUCCESS;
+            if rc == abi::SUCCESS {
+                if let Some(at) = landed_whole(s, got) {
+                    self.deliver_slot(s, st, at, want_count);
+                    return abi::SUCCESS;
+                }
             }
             // The cancel was asked above.
             let mut w = Wire::Staged {
@@ -550,6 +555,9 @@ impl Engine {
                 }
                 return prc;
             }
+            if hdr.magic == MAGIC && wire.is_compact(got) {
+                return self.finish_compact(wire, st, &hdr, got, block, want_count);
+            }
             if got < HDR || hdr.magic != MAGIC {
                 if is_truncation(rc) {
                     // MPI may drop a truncated message's bytes (MPICH does for
@@ -566,6 +574,83 @@ impl Engine {
                 set_status_bytes(st, self.c.byte, payload);
             }
             abi::SUCCESS
+        }
+    }
+
+    /// `finish_recv_as` of a compact message (`Wire::is_compact`): its
+    /// payload moves from the header's room to the receive, and a payload
+    /// larger than the receive, which MPI did not see as one (the receive
+    /// had room for a full header), is raised as MPI raises a truncation.
+    #[cold]
+    unsafe fn finish_compact(
+        &self,
+        wire: &mut Wire,
+        st: &mut Status,
+        hdr: &Header,
+        got: usize,
+        block: bool,
+        want_count: bool,
+    ) -> c_int {
+        unsafe {
+            let payload = got - COMPACT;
+            let (n, truncated) = match self.place_compact(wire, got) {
+                Ok(placed) => placed,
+                Err(rc) => {
+                    st.set_error(rc);
+                    return rc;
+                }
+            };
+            self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, block);
+            if want_count || truncated {
+                set_status_bytes(st, self.c.byte, n as u64);
+            }
+            if truncated {
+                st.set_error(abi::ERR_TRUNCATE);
+                PMPI_Comm_call_errhandler(wire.comm(), abi::ERR_TRUNCATE);
+                return abi::ERR_TRUNCATE;
+            }
+            abi::SUCCESS
+        }
+    }
+
+    /// Moves a compact message's payload (`got` bytes with its header)
+    /// from the header's room to the receive's buffer, at most what the
+    /// receive holds (again: the same bytes): the bytes placed, and
+    /// whether the payload was larger.
+    pub(super) unsafe fn place_compact(
+        &self,
+        wire: &mut Wire,
+        got: usize,
+    ) -> Result<(usize, bool), c_int> {
+        unsafe {
+            let bytes: [u8; COMPACT_MAX] = {
+                let src = wire.compact_payload(got);
+                let mut b = [0u8; COMPACT_MAX];
+                b[..src.len()].copy_from_slice(src);
+                b
+            };
+            let payload = &bytes[..(got - COMPACT).min(COMPACT_MAX)];
+            match wire {
+                Wire::Staged {
+                    buf, cap, placed, ..
+                } => {
+                    let n = payload.len().min(*cap);
+                    copy_bytes(payload.as_ptr(), *buf, n);
+                    *placed = true;
+                    Ok((n, payload.len() > *cap))
+                }
+                Wire::Struct { into, .. } => match *into {
+                    Landing::Bytes { buf, bytes } => {
+                        let cap = usize::try_from(bytes).unwrap_or(0);
+                        let n = payload.len().min(cap);
+                        copy_bytes(payload.as_ptr(), buf.cast(), n);
+                        Ok((n, payload.len() > cap))
+                    }
+                    Landing::Typed { buf, count, dt, .. } => {
+                        self.place_bytes(payload, buf, count, dt)
+                    }
+                },
+            }
         }
     }
 
@@ -887,13 +972,40 @@ impl Engine {
     }
 }
 
-/// Whether `got` bytes received into slot `s` are a whole message of the
-/// shim's: its header (by its magic) and a payload that fits, empty
-/// included (a Barrier's messages; a header that came alone has the other
-/// magic, `MAGIC_SPLIT`).
+/// Where a whole message's payload lies in its slot: `payload` bytes at
+/// offset `at` (behind a full or a compact header).
+#[derive(Clone, Copy)]
+pub(super) struct Landed {
+    pub(super) at: usize,
+    pub(super) payload: usize,
+}
+
+/// Where the payload is when `got` bytes received into slot `s` are a
+/// whole message of the shim's: its header (by its magic, full or
+/// compact) and a payload that fits, empty included (a Barrier's
+/// messages; a header that came alone has the other magic,
+/// `MAGIC_SPLIT`). A compact message whose payload exceeds the receive
+/// (a truncation that MPI, seeing the room for a full header, did not
+/// report) is not whole: `finish_recv_as` raises it.
 #[inline(always)]
-unsafe fn landed_whole(s: SlotRef, got: usize) -> bool {
+unsafe fn landed_whole(s: SlotRef, got: usize) -> Option<Landed> {
     // SAFETY: the slot belongs to the receive being finished; its buffer
     // holds at least a header's bytes.
-    unsafe { got >= HDR && got <= s.slot().len && s.ptr().cast::<u32>().read_unaligned() == MAGIC }
+    unsafe {
+        let p = s.ptr();
+        let slot = s.slot();
+        if got >= HDR && got <= slot.len && p.cast::<u32>().read_unaligned() == MAGIC {
+            return Some(Landed {
+                at: HDR,
+                payload: got - HDR,
+            });
+        }
+        if hdr_len(p, got) == COMPACT && got - COMPACT <= slot.cap {
+            return Some(Landed {
+                at: COMPACT,
+                payload: got - COMPACT,
+            });
+        }
+        None
+    }
 }

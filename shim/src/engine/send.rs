@@ -250,10 +250,17 @@ impl Engine {
         unsafe {
             let s = self.lock().slots.take();
             let p = s.ptr();
-            hdr.write_to(p);
-            copy_bytes(buf.cast(), p.add(HDR), n);
+            // A payload that fits behind a compact header goes so (`COMPACT`).
+            let at = if n <= COMPACT_MAX && hdr.compact(self.hosts) {
+                hdr.write_compact_to(p);
+                COMPACT
+            } else {
+                hdr.write_to(p);
+                HDR
+            };
+            copy_bytes(buf.cast(), p.add(at), n);
             let slot = s.slot();
-            slot.len = HDR + n;
+            slot.len = at + n;
             slot.recv = false;
             slot.complete_at = 0;
             s
@@ -276,7 +283,7 @@ impl Engine {
         unsafe {
             let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
             let s = self.slot_for_send(hdr, buf, n);
-            let (p, len, t) = (s.ptr().cast(), as_int(HDR + n), self.c.packed);
+            let (p, len, t) = (s.ptr().cast(), as_int(s.slot().len), self.c.packed);
             let rc = match mode {
                 Mode::Synchronous => PMPI_Ssend(p, len, t, dest, tag, comm),
                 Mode::Ready => PMPI_Rsend(p, len, t, dest, tag, comm),
@@ -616,7 +623,7 @@ impl Engine {
             };
             let rc = real(
                 s.ptr().cast(),
-                as_int(HDR + n),
+                as_int(s.slot().len),
                 self.c.packed,
                 dest,
                 tag,
