@@ -32,9 +32,9 @@
  *      32-byte one, so it must place them and raise their truncation
  *      itself): 16 bytes into 8 and 12 into 4 (Recv; Irecv + Waitall,
  *      MPI_ERR_IN_STATUS) are truncations that write nothing past the
- *      receive; 8 bytes into receives of 1 MiB, of 20000 bytes and of a
- *      vector type (12 bytes there, a partial element: only its first
- *      three ints land), through a persistent receive, after MPI_Probe,
+ *      receive; 8 bytes into receives of 1 MiB and of 20000 bytes, 12 and
+ *      16 bytes into a vector type (a partial element: only its first
+ *      three ints land; one whole element), through a persistent receive, after MPI_Probe,
  *      MPI_Mprobe + MPI_Mrecv, and MPI_Request_get_status; and receives
  *      of any tag take 8-, 100- and 8-byte messages in send order when the
  *      last was probed first.
@@ -541,6 +541,8 @@ static void tiny(void) {
     }
     fill(m, 12, 0, 100);
     MPI_OK(MPI_Send(m, 12, MPI_BYTE, 1, 100, MPI_COMM_WORLD));
+    fill(m, 16, 0, 104);
+    MPI_OK(MPI_Send(m, 16, MPI_BYTE, 1, 104, MPI_COMM_WORLD));
     int sizes[3] = {8, 100, 8};
     for (int k = 0; k < 3; k++) {
       fill(m, (size_t)sizes[k], 0, 101 + k);
@@ -630,6 +632,19 @@ static void tiny(void) {
     CHECK(elems == 3, "12 bytes into a vector: %d ints, expected 3", elems);
     for (int i = 0; i < 16; i++)
       CHECK(iv[i] == want[i], "12 bytes into a vector: int %d is %d, expected %d", i, iv[i], want[i]);
+    /* 16 bytes, one whole element: ints 0, 2, 4 and 6 (blocking). */
+    MPI_OK(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
+    MPI_OK(MPI_Type_commit(&vec));
+    unsigned char src16[16];
+    fill(src16, 16, 0, 104);
+    for (int i = 0; i < 16; i++) iv[i] = want[i] = -5 - i;
+    for (int i = 0; i < 4; i++) memcpy(&want[2 * i], src16 + 4 * i, 4);
+    MPI_OK(MPI_Recv(iv, 2, vec, 0, 104, MPI_COMM_WORLD, &st));
+    MPI_OK(MPI_Type_free(&vec));
+    MPI_OK(MPI_Get_elements(&st, MPI_INT, &elems));
+    CHECK(elems == 4, "16 bytes into a vector: %d ints, expected 4", elems);
+    for (int i = 0; i < 16; i++)
+      CHECK(iv[i] == want[i], "16 bytes into a vector: int %d is %d, expected %d", i, iv[i], want[i]);
     /* Any tag, in send order, the last probed first. */
     MPI_OK(MPI_Probe(0, 103, MPI_COMM_WORLD, &st));
     int sizes[3] = {8, 100, 8};

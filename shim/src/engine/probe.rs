@@ -99,6 +99,25 @@ impl Engine {
                 std::ptr::copy_nonoverlapping(payload.as_ptr(), buf.cast::<u8>(), n);
                 return Ok((n, truncated));
             }
+            // Whole elements: unpacked (no message, so no other thread's
+            // Sendrecv to self can match it).
+            let whole = u64::try_from(n).unwrap_or(u64::MAX) / size.max(1);
+            if u64::try_from(n).ok() == Some(whole * size) {
+                if let (Ok(insize), Ok(outcount)) = (c_int::try_from(n), c_int::try_from(whole)) {
+                    let mut pos: c_int = 0;
+                    let rc = PMPI_Unpack(
+                        payload.as_ptr().cast(),
+                        insize,
+                        &mut pos,
+                        buf,
+                        outcount,
+                        dt,
+                        self.self_comm.0,
+                    );
+                    return if ok(rc) { Ok((n, truncated)) } else { Err(rc) };
+                }
+            }
+            // A partial last element: MPI places its basic elements.
             let (k, t) = self.packed_bytes(n)?;
             let rc = PMPI_Sendrecv(
                 payload.as_ptr().cast(),
