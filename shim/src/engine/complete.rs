@@ -495,7 +495,7 @@ impl Engine {
     pub(super) unsafe fn peek_recv(&self, wire: &mut Wire, st: &mut Status) {
         unsafe {
             let got = status_bytes(st, self.c.byte);
-            let n = if wire.header().magic == MAGIC && wire.is_compact(got) {
+            let n = if wire.is_compact(got) {
                 // Its truncation, if any, is raised at completion.
                 match self.place_compact(wire, got) {
                     Ok((n, _)) => n,

@@ -201,9 +201,7 @@ impl Engine {
             st.set_tag(m.env.tag);
             set_status_bytes(st, self.c.byte, n as u64);
             if truncated {
-                st.set_error(abi::ERR_TRUNCATE);
-                PMPI_Comm_call_errhandler(m.comm_h, abi::ERR_TRUNCATE);
-                return abi::ERR_TRUNCATE;
+                return super::recv::raise(st, m.comm_h, abi::ERR_TRUNCATE);
             }
             st.set_error(abi::SUCCESS);
             abi::SUCCESS
@@ -314,11 +312,7 @@ impl Engine {
             if !ok(rc) {
                 return Err(rc);
             }
-            let at = if v.len() >= 2 {
-                hdr_len(v.as_ptr(), v.len())
-            } else {
-                HDR
-            };
+            let at = hdr_len(v.as_ptr(), v.len());
             let h = if v.len() < at {
                 Header::default()
             } else {

@@ -550,12 +550,11 @@ impl Engine {
                     set_status_bytes(st, self.c.byte, bytes as u64);
                 }
                 if !ok(prc) {
-                    st.set_error(prc);
-                    PMPI_Comm_call_errhandler(wire.comm(), prc);
+                    return raise(st, wire.comm(), prc);
                 }
                 return prc;
             }
-            if hdr.magic == MAGIC && wire.is_compact(got) {
+            if wire.is_compact(got) {
                 return self.finish_compact(wire, st, &hdr, got, block, want_count);
             }
             if got < HDR || hdr.magic != MAGIC {
@@ -605,9 +604,7 @@ impl Engine {
                 set_status_bytes(st, self.c.byte, n as u64);
             }
             if truncated {
-                st.set_error(abi::ERR_TRUNCATE);
-                PMPI_Comm_call_errhandler(wire.comm(), abi::ERR_TRUNCATE);
-                return abi::ERR_TRUNCATE;
+                return raise(st, wire.comm(), abi::ERR_TRUNCATE);
             }
             abi::SUCCESS
         }
@@ -623,13 +620,10 @@ impl Engine {
         got: usize,
     ) -> Result<(usize, bool), c_int> {
         unsafe {
-            let bytes: [u8; COMPACT_MAX] = {
-                let src = wire.compact_payload(got);
-                let mut b = [0u8; COMPACT_MAX];
-                b[..src.len()].copy_from_slice(src);
-                b
-            };
-            let payload = &bytes[..(got - COMPACT).min(COMPACT_MAX)];
+            // The header's room is the wire's own, apart from every
+            // buffer written below.
+            let payload = wire.compact_payload(got);
+            let payload = std::slice::from_raw_parts(payload.as_ptr(), payload.len());
             match wire {
                 Wire::Staged {
                     buf, cap, placed, ..
@@ -969,6 +963,17 @@ impl Engine {
         if o_r > 0 {
             self.pass_time(held.unwrap_or_else(now) + o_r, true);
         }
+    }
+}
+
+/// Fails a receive with `rc` as MPI would: the status says so and the
+/// communicator's error handler is called (it returns only where the
+/// handler does).
+pub(super) unsafe fn raise(st: &mut Status, comm: Comm, rc: c_int) -> c_int {
+    unsafe {
+        st.set_error(rc);
+        PMPI_Comm_call_errhandler(comm, rc);
+        rc
     }
 }
 

@@ -151,9 +151,9 @@ unsafe fn is_compact(p: *const u8) -> bool {
 }
 
 /// The length of the header that begins the `got` bytes received at `p`
-/// (at least two readable): `COMPACT` for a compact one, else `HDR`
-/// (also for what is no message of the shim's: the callers' checks of
-/// size and magic then refuse it).
+/// (read only when `got` is a compact message's size): `COMPACT` for a
+/// compact one, else `HDR` (also for what is no message of the shim's:
+/// the callers' checks of size and magic then refuse it).
 #[inline(always)]
 pub(super) unsafe fn hdr_len(p: *const u8, got: usize) -> usize {
     unsafe {
