@@ -9,9 +9,10 @@
 # target/release, or a copy). A spec may add variables for that build's
 # runs: LABEL=DIR,VAR=VALUE[,VAR=VALUE...] (e.g. nosplit=target/release,
 # LOGGP_SPLIT=off). Each run is bench/shim_bench.c at np=2 (8 B and 1 MiB
-# half round trips in us, message rate in M msg/s, the rate natively with
-# the payload behind a 16- or 32-byte header (the ceiling an in-band
-# piggyback leaves, printed under rate_8), time per MPI_Send and
+# half round trips in us, message rate in M msg/s, the 8 B half round trip
+# and the rate natively with the payload behind a 16- or 32-byte header
+# (the floor and the ceiling an in-band piggyback leaves, printed under
+# half_rtt_8 and rate_8, with each build's time above the 16-byte floor), time per MPI_Send and
 # per MPI_Recv of an arrived message in ns, 16 KiB and 1 MiB streaming
 # bandwidth in GB/s) followed by bench/coll_bench.c at np=COLL_NP (default
 # 2; osu_allreduce-style time per Allreduce of 8 B, 2 KiB, 16 KiB, 64 KiB and 1 MiB, Bcast of
@@ -120,6 +121,17 @@ for mpi in dict.fromkeys(r[0] for r in rows):
                     line += f"   target {text}"
                 line += " (met)" if ok else " (NOT met)"
             print(line)
+        if k == "half_rtt_8" and all("inband_rtt_16" in v[labels[0]] for v in vals):
+            # The floor any in-band piggyback leaves of the native latency
+            # (native runs: 8 B behind a 16- or 32-byte header in one
+            # message, copied in and out), and what each build adds above
+            # the 16-byte one: the shim's own work per half round trip.
+            for h in ("16", "32"):
+                xs = [v[labels[0]]["inband_rtt_" + h] - v[labels[0]]["half_rtt_8"] for v in vals]
+                print(f"    floor of an in-band {h}-byte header (native, 8+{h} B ping-pong): +{f(xs)} us over native")
+            for l in labels[1:]:
+                xs = [v[l]["half_rtt_8"] - v[labels[0]]["inband_rtt_16"] for v in vals]
+                print(f"    {l:10} above that 16-byte floor: {f(xs)} us")
         if k == "rate_8" and all("inband_32" in v[labels[0]] for v in vals):
             # What any in-band piggyback leaves of the native rate in the
             # library alone (native runs: 8 B behind a 16- or 32-byte header

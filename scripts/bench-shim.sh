@@ -82,6 +82,10 @@ for k, unit in [("rate_8", "M msg/s"), ("bw_16k", "GB/s"), ("bw_1m", "GB/s")]:
     print(f"{k+' ('+unit+')':<22}{n[k]:>12.3f}{z[k]:>12.3f}{v[k]:>13.3f}   VT/native {v[k]/n[k]:.3f}  (VT rounds {spread('vt',k)})")
 s = rows["side"]
 print(f"\nDecomposition of one 8-byte message under virtual time at zero knobs ({mpi}):")
+if "inband_rtt_16" in n:
+    f16 = n["inband_rtt_16"]
+    print(f"  8 B half round trip: native {n['half_rtt_8']*1000:6.1f} ns, native behind a 16-byte header (copied in and out) {f16*1000:6.1f} ns, VT {v['half_rtt_8']*1000:6.1f} ns:")
+    print(f"    the in-band header's size and copies {(f16-n['half_rtt_8'])*1000:+6.1f} ns, the shim's own work above that {(v['half_rtt_8']-f16)*1000:+6.1f} ns")
 print(f"  time per MPI_Send in a burst:      native {n['send_ns']:6.1f} ns, VT {v['send_ns']:6.1f} ns: shim's own {v['send_ns']-n['send_ns']:+6.1f} ns")
 print(f"  time per MPI_Recv of an arrived 8 B: native {n['recv_ns']:6.1f} ns, VT {v['recv_ns']:6.1f} ns: shim's own {v['recv_ns']-n['recv_ns']:+6.1f} ns")
 print("  MPI calls the shim makes on the side, ns each (native, one rank; bench/side_calls.c):")
