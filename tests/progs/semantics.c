@@ -37,7 +37,9 @@
  *      three ints land; one whole element), through a persistent receive, after MPI_Probe,
  *      MPI_Mprobe + MPI_Mrecv, and MPI_Request_get_status; and receives
  *      of any tag take 8-, 100- and 8-byte messages in send order when the
- *      last was probed first.
+ *      last was probed first; and tiny messages the shim stages instead
+ *      (MPI_Bsend, MPI_Ibsend, sends from a vector type): whole, truncated,
+ *      and three ints into a vector of four.
  * Rank 0 prints "semantics: PASS np=N checks=C"; on failure a line
  * "FAIL semantics rank R: ..." and a non-zero exit. */
 #include "common.h"
@@ -548,6 +550,29 @@ static void tiny(void) {
       fill(m, (size_t)sizes[k], 0, 101 + k);
       MPI_OK(MPI_Send(m, sizes[k], MPI_BYTE, 1, 101 + k, MPI_COMM_WORLD));
     }
+    /* Tiny messages the shim stages rather than slots: buffered, and
+     * from a non-contiguous type (packed). */
+    int bsize = 4096;
+    void *att = malloc((size_t)bsize);
+    MPI_OK(MPI_Buffer_attach(att, bsize));
+    fill(m, 8, 0, 105);
+    MPI_OK(MPI_Bsend(m, 8, MPI_BYTE, 1, 105, MPI_COMM_WORLD));
+    MPI_Request bq;
+    fill(m, 16, 0, 106);
+    MPI_OK(MPI_Ibsend(m, 16, MPI_BYTE, 1, 106, MPI_COMM_WORLD, &bq));
+    MPI_OK(MPI_Wait(&bq, MPI_STATUS_IGNORE));
+    MPI_Datatype vs;
+    MPI_OK(MPI_Type_vector(3, 1, 2, MPI_INT, &vs));
+    MPI_OK(MPI_Type_commit(&vs));
+    int sv[8];
+    for (int i = 0; i < 8; i++) sv[i] = 1000 + i;
+    MPI_OK(MPI_Send(sv, 1, vs, 1, 107, MPI_COMM_WORLD));
+    MPI_OK(MPI_Bsend(sv, 1, vs, 1, 108, MPI_COMM_WORLD));
+    MPI_OK(MPI_Type_free(&vs));
+    void *back;
+    int bsz;
+    MPI_OK(MPI_Buffer_detach(&back, &bsz));
+    free(att);
   } else if (my_rank == 1) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int cls = -1;
@@ -652,6 +677,37 @@ static void tiny(void) {
       MPI_OK(MPI_Recv(b, 100, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
       check_st(&st, 0, 101 + k, sizes[k], "any tag after a probe of the last");
       CHECK(verify(b, (size_t)sizes[k], 0, 101 + k) < 0, "any tag, message %d: data differs", k);
+    }
+    /* Buffered: 8 bytes whole; 16 into 8 a truncation. */
+    MPI_OK(MPI_Recv(b, 64, MPI_BYTE, 0, 105, MPI_COMM_WORLD, &st));
+    check_st(&st, 0, 105, 8, "8 bytes buffered");
+    CHECK(verify(b, 8, 0, 105) < 0, "8 bytes buffered: data differs");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    memset(b, 0xEE, 64);
+    cls = -1;
+    rc = MPI_Recv(b, 8, MPI_BYTE, 0, 106, MPI_COMM_WORLD, &st);
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TRUNCATE, "16 bytes buffered into 8: return %d (class %d)", rc, cls);
+    for (int i = 8; i < 64; i++) CHECK(b[i] == 0xEE, "16 bytes buffered into 8 wrote byte %d", i);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    /* From a vector of 3 ints (stride 2): 1000, 1002, 1004, contiguous
+     * here; then buffered, into a vector of 4 (a partial element). */
+    int got3[4] = {-1, -1, -1, -1};
+    MPI_OK(MPI_Recv(got3, 4, MPI_INT, 0, 107, MPI_COMM_WORLD, &st));
+    check_st(&st, 0, 107, 12, "3 ints from a vector");
+    for (int i = 0; i < 3; i++)
+      CHECK(got3[i] == 1000 + 2 * i, "3 ints from a vector: int %d is %d", i, got3[i]);
+    CHECK(got3[3] == -1, "3 ints from a vector wrote a fourth");
+    MPI_OK(MPI_Type_vector(4, 1, 2, MPI_INT, &vec));
+    MPI_OK(MPI_Type_commit(&vec));
+    for (int i = 0; i < 16; i++) iv[i] = -5 - i;
+    MPI_OK(MPI_Recv(iv, 1, vec, 0, 108, MPI_COMM_WORLD, &st));
+    MPI_OK(MPI_Type_free(&vec));
+    MPI_OK(MPI_Get_elements(&st, MPI_INT, &elems));
+    CHECK(elems == 3, "3 ints buffered into a vector: %d ints, expected 3", elems);
+    for (int i = 0; i < 16; i++) {
+      int w = (i % 2 == 0 && i < 6) ? 1000 + i : -5 - i;
+      CHECK(iv[i] == w, "3 ints buffered into a vector: int %d is %d, expected %d", i, iv[i], w);
     }
   }
   free(b);

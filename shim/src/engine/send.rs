@@ -464,6 +464,8 @@ impl Engine {
                 // Not as one contiguous block (`stages`, Open MPI): the header again
                 // behind the payload, past a gap (adjacent blocks would be
                 // merged into one), and the two sent as a struct.
+                // Far above `COMPACT_MAX`: staged behind a full header.
+                debug_assert!(bytes > COMPACT_MAX as u64);
                 let n = v.len() - HDR;
                 v.resize(HDR + n + BSEND_GAP + HDR, 0);
                 let p = v.as_mut_ptr();

@@ -490,7 +490,9 @@ impl Engine {
         }
     }
 
-    /// Writes `[header][payload]` into `v` (resized to fit).
+    /// Writes `[header][payload]` into `v` (resized to fit): behind a
+    /// compact header where the payload and the header allow it
+    /// (`COMPACT`), as a slot's send does.
     #[inline]
     pub(super) unsafe fn stage_into(
         &self,
@@ -503,17 +505,36 @@ impl Engine {
         comm: Comm,
     ) -> Result<(), c_int> {
         unsafe {
+            let compact = hdr.compact(self.hosts);
             if let Some(n) = contiguous_bytes(dt, count, size) {
+                let at = if compact && n <= COMPACT_MAX {
+                    COMPACT
+                } else {
+                    HDR
+                };
                 v.clear();
-                v.reserve(HDR + n);
+                v.reserve(at + n);
                 // SAFETY: capacity reserved; the header and the n bytes are
                 // written before they are counted in.
-                hdr.write_to(v.as_mut_ptr());
-                copy_bytes(buf.cast::<u8>(), v.as_mut_ptr().add(HDR), n);
-                v.set_len(HDR + n);
+                if at == COMPACT {
+                    hdr.write_compact_to(v.as_mut_ptr());
+                } else {
+                    hdr.write_to(v.as_mut_ptr());
+                }
+                copy_bytes(buf.cast::<u8>(), v.as_mut_ptr().add(at), n);
+                v.set_len(at + n);
                 return Ok(());
             }
-            self.stage_packed(v, hdr, buf, count, dt, comm)
+            self.stage_packed(v, hdr, buf, count, dt, comm)?;
+            // MPI_Pack wrote the payload behind a full header; a small one
+            // moves up behind the compact form.
+            let n = v.len() - HDR;
+            if compact && n <= COMPACT_MAX {
+                v.copy_within(HDR.., COMPACT);
+                hdr.write_compact_to(v.as_mut_ptr());
+                v.truncate(COMPACT + n);
+            }
+            Ok(())
         }
     }
 
