@@ -38,8 +38,9 @@
  *      MPI_Mprobe + MPI_Mrecv, and MPI_Request_get_status; and receives
  *      of any tag take 8-, 100- and 8-byte messages in send order when the
  *      last was probed first; and tiny messages the shim stages instead
- *      (MPI_Bsend, MPI_Ibsend, sends from a vector type): whole, truncated,
- *      and three ints into a vector of four.
+ *      (MPI_Bsend, MPI_Ibsend, sends from a vector type) or sends as
+ *      persistent requests (MPI_Send_init, MPI_Ssend_init): whole,
+ *      truncated, and three ints into a vector of four.
  * Rank 0 prints "semantics: PASS np=N checks=C"; on failure a line
  * "FAIL semantics rank R: ..." and a non-zero exit. */
 #include "common.h"
@@ -568,6 +569,20 @@ static void tiny(void) {
     for (int i = 0; i < 8; i++) sv[i] = 1000 + i;
     MPI_OK(MPI_Send(sv, 1, vs, 1, 107, MPI_COMM_WORLD));
     MPI_OK(MPI_Bsend(sv, 1, vs, 1, 108, MPI_COMM_WORLD));
+    /* Persistent: 12 bytes started twice (whole, then into 4), and a
+     * synchronous one from the vector type. */
+    MPI_Request ps;
+    MPI_OK(MPI_Send_init(m, 12, MPI_BYTE, 1, 109, MPI_COMM_WORLD, &ps));
+    for (int k = 0; k < 2; k++) {
+      fill(m, 12, 0, 109 + k);
+      MPI_OK(MPI_Start(&ps));
+      MPI_OK(MPI_Wait(&ps, MPI_STATUS_IGNORE));
+    }
+    MPI_OK(MPI_Request_free(&ps));
+    MPI_OK(MPI_Ssend_init(sv, 1, vs, 1, 111, MPI_COMM_WORLD, &ps));
+    MPI_OK(MPI_Start(&ps));
+    MPI_OK(MPI_Wait(&ps, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Request_free(&ps));
     MPI_OK(MPI_Type_free(&vs));
     void *back;
     int bsz;
@@ -709,6 +724,24 @@ static void tiny(void) {
       int w = (i % 2 == 0 && i < 6) ? 1000 + i : -5 - i;
       CHECK(iv[i] == w, "3 ints buffered into a vector: int %d is %d, expected %d", i, iv[i], w);
     }
+    /* Persistent: 12 bytes whole, then 12 into 4; 3 ints from a vector. */
+    MPI_OK(MPI_Recv(b, 64, MPI_BYTE, 0, 109, MPI_COMM_WORLD, &st));
+    check_st(&st, 0, 109, 12, "12 bytes persistent");
+    CHECK(verify(b, 12, 0, 109) < 0, "12 bytes persistent: data differs");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    memset(b, 0xEE, 64);
+    cls = -1;
+    rc = MPI_Recv(b, 4, MPI_BYTE, 0, 109, MPI_COMM_WORLD, &st);
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TRUNCATE, "12 bytes persistent into 4: return %d (class %d)", rc, cls);
+    for (int i = 4; i < 64; i++) CHECK(b[i] == 0xEE, "12 bytes persistent into 4 wrote byte %d", i);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    for (int i = 0; i < 4; i++) got3[i] = -1;
+    MPI_OK(MPI_Recv(got3, 4, MPI_INT, 0, 111, MPI_COMM_WORLD, &st));
+    check_st(&st, 0, 111, 12, "3 ints persistent from a vector");
+    for (int i = 0; i < 3; i++)
+      CHECK(got3[i] == 1000 + 2 * i, "3 ints persistent from a vector: int %d is %d", i, got3[i]);
+    CHECK(got3[3] == -1, "3 ints persistent from a vector wrote a fourth");
   }
   free(b);
 }

@@ -165,12 +165,14 @@ impl Engine {
             // request next.
             Pending::PSend {
                 hdr,
+                compact,
                 bytes,
                 dest,
                 tag,
                 comm,
             } => Pending::PSend {
                 hdr: Box::new(**hdr),
+                compact: *compact,
                 bytes: *bytes,
                 dest: *dest,
                 tag: *tag,

@@ -27,9 +27,12 @@ pub(super) enum Pending {
         n: usize,
         truncated: bool,
     },
-    /// Persistent send: the header is rewritten by every Start.
+    /// Persistent send: the header is rewritten by every Start, in its
+    /// compact form where `compact` (the request's datatype then carries
+    /// its first `COMPACT` bytes).
     PSend {
         hdr: Box<Header>,
+        compact: bool,
         bytes: u64,
         dest: c_int,
         tag: c_int,

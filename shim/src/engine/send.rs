@@ -786,7 +786,15 @@ impl Engine {
             let size = type_size(dt);
             let bytes = size * u64::try_from(count).unwrap_or(0);
             let h = Box::new(Header::placeholder(self.rank));
-            let mut t = match self.struct_type(&*h, buf, count, dt) {
+            // Compact at every Start: a tiny payload, and no header field
+            // the compact form leaves out (no drawn L; one host, where a
+            // lag need not travel). Decided once: the datatype is fixed.
+            let compact = bytes <= COMPACT_MAX as u64
+                && self.cfg.l_dist.is_fixed()
+                && !self.hosts
+                && h.compact(false);
+            let hdr_len = if compact { COMPACT as c_int } else { HDR_INT };
+            let mut t = match self.struct_type_with(&*h, hdr_len, buf, count, dt) {
                 Ok(t) => t,
                 Err(rc) => return rc,
             };
@@ -803,6 +811,7 @@ impl Engine {
                     Kind::PSend,
                     Pending::PSend {
                         hdr: h,
+                        compact,
                         bytes,
                         dest,
                         tag,
@@ -869,7 +878,7 @@ impl Engine {
     pub unsafe fn start(&self, req: *mut Request) -> c_int {
         unsafe {
             enum Started {
-                Send(*mut Header, u64, c_int, c_int, Comm),
+                Send(*mut Header, bool, u64, c_int, c_int, Comm),
                 Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
                 Recv(*const PRecvArgs),
                 Other,
@@ -881,12 +890,13 @@ impl Engine {
                         _,
                         Pending::PSend {
                             hdr,
+                            compact,
                             bytes,
                             dest,
                             tag,
                             comm,
                         },
-                    )) => Started::Send(&mut **hdr, *bytes, *dest, *tag, *comm),
+                    )) => Started::Send(&mut **hdr, *compact, *bytes, *dest, *tag, *comm),
                     Some((
                         _,
                         Pending::PBsend {
@@ -907,11 +917,17 @@ impl Engine {
                 }
             };
             match started {
-                Started::Send(hdr, bytes, dest, tag, comm) => {
+                Started::Send(hdr, compact, bytes, dest, tag, comm) => {
                     let (dep, h) = self.depart(bytes, dest, tag, comm);
                     // The header lives in the pending entry (boxed, stable) and
                     // is not in flight: the request was inactive.
-                    *hdr = h;
+                    if compact {
+                        // `send_init` checked what this form needs of it.
+                        debug_assert!(h.compact(self.hosts));
+                        h.write_compact_to(hdr.cast());
+                    } else {
+                        *hdr = h;
+                    }
                     self.lock().reqs.set_complete_at(key(*req), dep.complete_at);
                     PMPI_Start(req)
                 }

@@ -579,10 +579,23 @@ impl Engine {
         }
     }
 
-    /// Builds the struct datatype `{16 B at hdr, count × dt at buf}`.
+    /// Builds the struct datatype `{HDR bytes at hdr, count × dt at buf}`.
     pub(super) unsafe fn struct_type(
         &self,
         hdr: *const Header,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+    ) -> Result<Datatype, c_int> {
+        unsafe { self.struct_type_with(hdr, HDR_INT, buf, count, dt) }
+    }
+
+    /// `struct_type` with the header's first `hdr_len` bytes (`COMPACT`
+    /// for a compact header).
+    pub(super) unsafe fn struct_type_with(
+        &self,
+        hdr: *const Header,
+        hdr_len: c_int,
         buf: *const c_void,
         count: c_int,
         dt: Datatype,
@@ -592,7 +605,7 @@ impl Engine {
             let mut a1: abi::Aint = 0;
             PMPI_Get_address(hdr.cast(), &mut a0);
             PMPI_Get_address(buf, &mut a1);
-            let lens = [HDR_INT, count];
+            let lens = [hdr_len, count];
             let disps = [a0, a1];
             let types = [self.c.byte, dt];
             let mut t: Datatype = self.c.byte;
