@@ -170,9 +170,12 @@ impl Engine {
                 dest,
                 tag,
                 comm,
+                ..
             } => Pending::PSend {
                 hdr: Box::new(**hdr),
                 compact: *compact,
+                // Completion does not read it; the live entry keeps it.
+                staged: None,
                 bytes: *bytes,
                 dest: *dest,
                 tag: *tag,

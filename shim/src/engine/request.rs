@@ -5,6 +5,18 @@
 
 use super::*;
 
+/// A staged persistent send's buffer (`Pending::PSend`): header and
+/// payload as the request sends them, and where each Start takes the
+/// payload from.
+pub(super) struct PStage {
+    /// `[header][payload]`, the header `COMPACT` or `HDR` bytes (`at`).
+    pub buf: Box<[u8]>,
+    pub at: usize,
+    /// The application's contiguous payload, `n` bytes.
+    pub from: *const u8,
+    pub n: usize,
+}
+
 /// Shim state attached to an MPI request; whether it is active and when a
 /// send completes are the table's (`lifecycle::Entry`).
 pub(super) enum Pending {
@@ -29,10 +41,13 @@ pub(super) enum Pending {
     },
     /// Persistent send: the header is rewritten by every Start, in its
     /// compact form where `compact` (the request's datatype then carries
-    /// its first `COMPACT` bytes).
+    /// its first `COMPACT` bytes). A small contiguous payload is `staged`:
+    /// the request sends the shim's buffer, into which every Start writes
+    /// the header and copies the payload (`hdr` is then unused).
     PSend {
         hdr: Box<Header>,
         compact: bool,
+        staged: Option<PStage>,
         bytes: u64,
         dest: c_int,
         tag: c_int,

@@ -793,18 +793,45 @@ impl Engine {
                 && self.cfg.l_dist.is_fixed()
                 && !self.hosts
                 && h.compact(false);
-            let hdr_len = if compact { COMPACT as c_int } else { HDR_INT };
-            let mut t = match self.struct_type_with(&*h, hdr_len, buf, count, dt) {
-                Ok(t) => t,
-                Err(rc) => return rc,
-            };
             let real = match mode {
                 Mode::Synchronous => PMPI_Ssend_init,
                 Mode::Ready => PMPI_Rsend_init,
                 _ => PMPI_Send_init,
             };
-            let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
-            PMPI_Type_free(&mut t);
+            // A small contiguous payload: staged as a slot's send is (one
+            // contiguous message; MPICH 4.0 sends an 8-byte struct
+            // datatype ~500 ns slower), copied in at every Start.
+            let staged = contiguous_bytes(dt, count, size)
+                .filter(|&n| n <= self.slot_max)
+                .map(|n| {
+                    let at = if compact { COMPACT } else { HDR };
+                    PStage {
+                        buf: vec![0u8; at + n].into_boxed_slice(),
+                        at,
+                        from: buf.cast(),
+                        n,
+                    }
+                });
+            let rc = if let Some(p) = &staged {
+                real(
+                    p.buf.as_ptr().cast(),
+                    as_int(p.buf.len()),
+                    self.c.packed,
+                    dest,
+                    tag,
+                    comm,
+                    req,
+                )
+            } else {
+                let hdr_len = if compact { COMPACT_INT } else { HDR_INT };
+                let mut t = match self.struct_type_with(&*h, hdr_len, buf, count, dt) {
+                    Ok(t) => t,
+                    Err(rc) => return rc,
+                };
+                let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
+                PMPI_Type_free(&mut t);
+                rc
+            };
             if ok(rc) {
                 self.lock().reqs.track(
                     key(*req),
@@ -812,6 +839,7 @@ impl Engine {
                     Pending::PSend {
                         hdr: h,
                         compact,
+                        staged,
                         bytes,
                         dest,
                         tag,
@@ -878,7 +906,18 @@ impl Engine {
     pub unsafe fn start(&self, req: *mut Request) -> c_int {
         unsafe {
             enum Started {
-                Send(*mut Header, bool, u64, c_int, c_int, Comm),
+                /// The header's box, compact, the staged buffer (start,
+                /// header length, payload's source and length), bytes,
+                /// destination, tag, communicator.
+                Send(
+                    *mut Header,
+                    bool,
+                    Option<(*mut u8, usize, *const u8, usize)>,
+                    u64,
+                    c_int,
+                    c_int,
+                    Comm,
+                ),
                 Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
                 Recv(*const PRecvArgs),
                 Other,
@@ -891,12 +930,23 @@ impl Engine {
                         Pending::PSend {
                             hdr,
                             compact,
+                            staged,
                             bytes,
                             dest,
                             tag,
                             comm,
                         },
-                    )) => Started::Send(&mut **hdr, *compact, *bytes, *dest, *tag, *comm),
+                    )) => Started::Send(
+                        &mut **hdr,
+                        *compact,
+                        staged
+                            .as_mut()
+                            .map(|p| (p.buf.as_mut_ptr(), p.at, p.from, p.n)),
+                        *bytes,
+                        *dest,
+                        *tag,
+                        *comm,
+                    ),
                     Some((
                         _,
                         Pending::PBsend {
@@ -917,11 +967,20 @@ impl Engine {
                 }
             };
             match started {
-                Started::Send(hdr, compact, bytes, dest, tag, comm) => {
+                Started::Send(hdr, compact, staged, bytes, dest, tag, comm) => {
                     let (dep, h) = self.depart(bytes, dest, tag, comm);
                     // The header lives in the pending entry (boxed, stable) and
-                    // is not in flight: the request was inactive.
-                    if compact {
+                    // is not in flight: the request was inactive. So does a
+                    // staged buffer, which MPI reads only once started.
+                    if let Some((p, at, from, n)) = staged {
+                        if at == COMPACT {
+                            debug_assert!(h.compact(self.hosts));
+                            h.write_compact_to(p);
+                        } else {
+                            h.write_to(p);
+                        }
+                        copy_bytes(from, p.add(at), n);
+                    } else if compact {
                         // `send_init` checked what this form needs of it.
                         debug_assert!(h.compact(self.hosts));
                         h.write_compact_to(hdr.cast());

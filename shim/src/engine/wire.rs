@@ -29,6 +29,9 @@ pub(super) const MAGIC_SPLIT: u32 = 0x4C47_502B; // "LGP+"
 /// fast size is 8 bytes of payload, which no header leaves).
 pub const COMPACT: usize = 16;
 pub(super) const COMPACT_MAX: usize = HDR - COMPACT;
+/// `COMPACT` as MPI counts it.
+pub(super) const COMPACT_INT: c_int = 16;
+const _: () = assert!(COMPACT_INT as usize == COMPACT && HDR_INT as usize == HDR);
 pub(super) const MAGIC_COMPACT: u16 = 0x502D; // "-P"
 /// Ranks and sequence numbers a compact header holds (24 bits).
 const COMPACT_MASK: u32 = 0x00FF_FFFF;
