@@ -139,6 +139,11 @@ pub(super) struct PRecvArgs {
     pub(super) src: c_int,
     pub(super) tag: c_int,
     pub(super) comm: Comm,
+    /// Watched for a header that comes alone (`watch_split`) once
+    /// started: unless it is one contiguous block of at most
+    /// `LOGGP_INLINE_MAX`, which gets one only as a truncation, whose
+    /// payload the completion receives (as a nonblocking receive's).
+    pub(super) watch: bool,
 }
 
 /// A stashed message placed in a receive's buffer (`n` bytes, `truncated`

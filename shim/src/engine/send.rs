@@ -879,7 +879,10 @@ impl Engine {
                 PMPI_Request_free(req);
                 return rc;
             }
+            let watch = contiguous_bytes(dt, count, type_size(dt))
+                .is_none_or(|cap| cap as u64 > self.cfg.inline_max);
             let recv = Box::new(PRecvArgs {
+                watch,
                 buf,
                 count,
                 dt: own,
@@ -1031,12 +1034,20 @@ impl Engine {
         }
     }
 
-    /// Starts a persistent receive in MPI, watched (`watch_split`).
+    /// Starts a persistent receive in MPI, watched (`watch_split`) where
+    /// its arguments say so (`PRecvArgs::watch`).
     unsafe fn start_recv(&self, req: *mut Request) -> c_int {
         unsafe {
             let rc = PMPI_Start(req);
             if ok(rc) {
-                Self::watch_split(&mut self.lock(), *req);
+                let mut st = self.lock();
+                let watch = match st.reqs.get(key(*req)) {
+                    Some(Pending::PRecv { recv, .. }) => recv.watch,
+                    _ => true,
+                };
+                if watch {
+                    Self::watch_split(&mut st, *req);
+                }
             }
             rc
         }
