@@ -556,6 +556,20 @@ static void probed_in_flight(void) {
 }
 
 /* 9. Tiny messages. */
+/* Receives a message of tag `tag` from rank 0 into `room` of 64 bytes at
+ * `b`: it must fail with MPI_ERR_TRUNCATE and write nothing past `room`. */
+static void truncated_into(unsigned char *b, int room, int tag, const char *what) {
+  MPI_Status st;
+  int cls = -1;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  memset(b, 0xEE, 64);
+  int rc = MPI_Recv(b, room, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &st);
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+  CHECK(cls == MPI_ERR_TRUNCATE, "%s: return %d (class %d)", what, rc, cls);
+  for (int i = room; i < 64; i++) CHECK(b[i] == 0xEE, "%s wrote byte %d", what, i);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
 static void tiny(void) {
   unsigned char *b = malloc(1 << 20);
   MPI_Status st;
@@ -726,14 +740,7 @@ static void tiny(void) {
     MPI_OK(MPI_Recv(b, 64, MPI_BYTE, 0, 105, MPI_COMM_WORLD, &st));
     check_st(&st, 0, 105, 8, "8 bytes buffered");
     CHECK(verify(b, 8, 0, 105) < 0, "8 bytes buffered: data differs");
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    memset(b, 0xEE, 64);
-    cls = -1;
-    rc = MPI_Recv(b, 8, MPI_BYTE, 0, 106, MPI_COMM_WORLD, &st);
-    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-    CHECK(cls == MPI_ERR_TRUNCATE, "16 bytes buffered into 8: return %d (class %d)", rc, cls);
-    for (int i = 8; i < 64; i++) CHECK(b[i] == 0xEE, "16 bytes buffered into 8 wrote byte %d", i);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    truncated_into(b, 8, 106, "16 bytes buffered into 8");
     /* From a vector of 3 ints (stride 2): 1000, 1002, 1004, contiguous
      * here; then buffered, into a vector of 4 (a partial element). */
     int got3[4] = {-1, -1, -1, -1};
@@ -757,14 +764,7 @@ static void tiny(void) {
     MPI_OK(MPI_Recv(b, 64, MPI_BYTE, 0, 109, MPI_COMM_WORLD, &st));
     check_st(&st, 0, 109, 12, "12 bytes persistent");
     CHECK(verify(b, 12, 0, 109) < 0, "12 bytes persistent: data differs");
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    memset(b, 0xEE, 64);
-    cls = -1;
-    rc = MPI_Recv(b, 4, MPI_BYTE, 0, 109, MPI_COMM_WORLD, &st);
-    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-    CHECK(cls == MPI_ERR_TRUNCATE, "12 bytes persistent into 4: return %d (class %d)", rc, cls);
-    for (int i = 4; i < 64; i++) CHECK(b[i] == 0xEE, "12 bytes persistent into 4 wrote byte %d", i);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    truncated_into(b, 4, 109, "12 bytes persistent into 4");
     for (int i = 0; i < 4; i++) got3[i] = -1;
     MPI_OK(MPI_Recv(got3, 4, MPI_INT, 0, 111, MPI_COMM_WORLD, &st));
     check_st(&st, 0, 111, 12, "3 ints persistent from a vector");
