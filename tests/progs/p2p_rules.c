@@ -30,7 +30,7 @@
  *      Send_init, Bsend_init and Recv_init whose vector datatype was freed
  *      right after creation deliver it at every Start;
  *   6. a receive whose request was freed while active (MPI_Request_free)
- *      still delivers its data;
+ *      still delivers its data, nonblocking or persistent;
  *   7. non-overtaking past a probe (§3.5, §3.8.1): rank 0 sends tags A, B
  *      (and C) in that order; rank 1 probes for the later tag(s) first (the
  *      shim may take such a message off the network), then a receive or
@@ -416,26 +416,47 @@ static void freed_comm_and_persistent(void) {
 /* 6. MPI_Request_free on an active receive (MPI-4.0 §3.7.3): the receive
  * still completes and its data lands. The application cannot test for
  * that; here a second message on the same channel (matched after the
- * first, §3.5) and a barrier stand for "later". */
+ * first, §3.5) and a barrier stand for "later". Way 0: MPI_Irecv; ways 1
+ * and 2: a persistent receive (MPI_Recv_init) started, completed once,
+ * started again and freed, of 2 and of 16 ints (a message the shim may
+ * carry with its payload in the header's room, and one behind it). */
 static void freed_request(void) {
   enum { N = 16 };
-  int v[N], w = 0;
-  if (my_rank == 0) {
-    for (int i = 0; i < N; i++) v[i] = 600 + i;
-    MPI_OK(MPI_Send(v, N, MPI_INT, 1, 600, MPI_COMM_WORLD));
-    MPI_OK(MPI_Send(&w, 1, MPI_INT, 1, 600, MPI_COMM_WORLD));
-  } else if (my_rank == 1) {
-    MPI_Request r;
-    set_all(v, N, SENT);
-    MPI_OK(MPI_Irecv(v, N, MPI_INT, 0, 600, MPI_COMM_WORLD, &r));
-    MPI_OK(MPI_Request_free(&r));
-    CHECK(r == MPI_REQUEST_NULL, "Request_free left the handle");
-    MPI_OK(MPI_Recv(&w, 1, MPI_INT, 0, 600, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  for (int way = 0; way < 3; way++) {
+    int n = way == 1 ? 2 : N, tag = 600 + way;
+    int v[N], w = 0;
+    if (my_rank == 0) {
+      for (int round = 0; round < (way ? 2 : 1); round++) {
+        for (int i = 0; i < n; i++) v[i] = 1000 * way + 100 * round + i;
+        MPI_OK(MPI_Send(v, n, MPI_INT, 1, tag, MPI_COMM_WORLD));
+      }
+      MPI_OK(MPI_Send(&w, 1, MPI_INT, 1, tag, MPI_COMM_WORLD));
+    } else if (my_rank == 1) {
+      MPI_Request r;
+      set_all(v, N, SENT);
+      if (way == 0) {
+        MPI_OK(MPI_Irecv(v, n, MPI_INT, 0, tag, MPI_COMM_WORLD, &r));
+      } else {
+        MPI_OK(MPI_Recv_init(v, n, MPI_INT, 0, tag, MPI_COMM_WORLD, &r));
+        MPI_OK(MPI_Start(&r));
+        MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        for (int i = 0; i < n; i++)
+          CHECK(v[i] == 1000 * way + i, "persistent receive way %d: v[%d] = %d", way, i, v[i]);
+        set_all(v, N, SENT);
+        MPI_OK(MPI_Start(&r));
+      }
+      MPI_OK(MPI_Request_free(&r));
+      CHECK(r == MPI_REQUEST_NULL, "Request_free left the handle");
+      MPI_OK(MPI_Recv(&w, 1, MPI_INT, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    }
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (my_rank == 1)
+      for (int i = 0; i < N; i++) {
+        int want = i < n ? 1000 * way + 100 * (way ? 1 : 0) + i : SENT;
+        CHECK(v[i] == want, "receive (way %d) freed while active: v[%d] = %d, expected %d", way,
+              i, v[i], want);
+      }
   }
-  MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
-  if (my_rank == 1)
-    for (int i = 0; i < N; i++)
-      CHECK(v[i] == 600 + i, "receive freed while active: v[%d] = %d", i, v[i]);
 }
 
 /* 7. A probe for a later tag must not let a wildcard receive overtake the
@@ -630,7 +651,8 @@ static void freed_comm_sends(void) {
  * §3.8.1): the shim's probes take a message off the network into its
  * stash; MPI_Start must find it there. Ways: Start+Wait, Startall+Waitall,
  * Start+Test, Start+Waitany (beside a receive that completes later),
- * Start+Request_get_status then Wait, MPI_ANY_TAG after a probe for the
+ * Start+Request_get_status (the data in the buffer already) then Wait,
+ * the second time too, MPI_ANY_TAG after a probe for the
  * later tag (non-overtaking), and a strided vector type freed after
  * Recv_init. Each request is started a second time for a message no probe
  * saw. Small (staged) and large (32 KiB) messages. */
@@ -690,9 +712,14 @@ static void persistent_after_probe(void) {
               CHECK(idx == 1, "persist way=3 n=%d: Waitany returned %d, expected 1", n, idx);
               p = two[1];
               MPI_OK(MPI_Send(&w, 1, MPI_INT, 0, a + 5, MPI_COMM_WORLD));
-            } else if (way == 4 && round == 0) {
+            } else if (way == 4) {
               do MPI_OK(MPI_Request_get_status(p, &flag, &st));
               while (!flag);
+              /* Complete: the data is in the buffer before the Wait. */
+              int early = 0;
+              for (int i = 0; i < n; i++) early += b[i] != want * 1000 + i;
+              CHECK(early == 0, "persist way=4 n=%d round=%d: %d ints wrong after get_status", n,
+                    round, early);
               /* The status checked below is get_status's: MPICH 5.0 gives
                * an empty one to the Wait after it (natively too). */
               MPI_OK(MPI_Wait(&p, MPI_STATUS_IGNORE));

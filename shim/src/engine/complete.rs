@@ -83,8 +83,14 @@ impl Engine {
                     s.msg.l,
                     s.msg.payload().len() as u64,
                 ),
-                Pending::PRecv { hdr, split, .. } => {
-                    let at = std::ptr::addr_of!(**hdr).cast::<u8>();
+                Pending::PRecv {
+                    hdr, split, recv, ..
+                } => {
+                    let at = if recv.stage.is_null() {
+                        std::ptr::addr_of!(**hdr).cast::<u8>()
+                    } else {
+                        recv.stage.cast_const()
+                    };
                     let got = status_bytes(st, self.c.byte);
                     let payload = match split {
                         Split::Done { bytes, .. } => *bytes,
@@ -129,20 +135,13 @@ impl Engine {
                     served: Some(s), ..
                 }) => self.deliver_stashed(&s.msg, s.n, s.truncated, st, block),
                 Some(Pending::PRecv {
-                    hdr, recv, split, ..
+                    hdr,
+                    recv,
+                    split,
+                    placed,
+                    ..
                 }) => {
-                    let mut w = Wire::Struct {
-                        hdr: Box::new(**hdr),
-                        // The request's own duplicate, freed with it.
-                        into: Landing::Typed {
-                            buf: recv.buf,
-                            count: recv.count,
-                            dt: recv.dt,
-                            owned: false,
-                        },
-                        split: *split,
-                        comm: recv.comm,
-                    };
+                    let mut w = Self::precv_wire(hdr, recv, *split, *placed);
                     self.finish_recv(&mut w, st, block, rc)
                 }
                 Some(Pending::FromStash { msg, n, truncated }) => {
@@ -150,6 +149,34 @@ impl Engine {
                 }
                 _ => abi::SUCCESS,
             }
+        }
+    }
+
+    /// Where a started persistent receive's message landed, as the wire of
+    /// a nonblocking receive: the request's own buffer when staged
+    /// (`PRecvArgs::stage`), else the struct datatype's header (a copy of
+    /// `hdr`) and the application's buffer.
+    fn precv_wire(hdr: &Header, recv: &PRecvArgs, split: Split, placed: bool) -> Wire {
+        match recv.stage() {
+            Some(stage) => Wire::Staged {
+                stage,
+                buf: recv.buf.cast(),
+                cap: recv.cap,
+                placed,
+                comm: recv.comm,
+            },
+            None => Wire::Struct {
+                hdr: Box::new(*hdr),
+                // The request's own duplicate, freed with it.
+                into: Landing::Typed {
+                    buf: recv.buf,
+                    count: recv.count,
+                    dt: recv.dt,
+                    owned: false,
+                },
+                split,
+                comm: recv.comm,
+            },
         }
     }
 
@@ -188,11 +215,16 @@ impl Engine {
                 recv,
                 served,
                 split,
+                placed,
+                ..
             } => Pending::PRecv {
                 hdr: Box::new(**hdr),
                 recv: Box::new(PRecvArgs { ..**recv }),
                 served: served.take(),
                 split: std::mem::take(split),
+                // The live entry keeps the buffer (`recv.stage` names it).
+                own: None,
+                placed: *placed,
             },
             // A buffered persistent send's completion needs nothing of it
             // (and no other kind is copied).
@@ -476,6 +508,25 @@ impl Engine {
                         st.set_source(m.msg.env.source);
                         st.set_tag(m.msg.env.tag);
                         set_status_bytes(&mut st, self.c.byte, m.n as u64);
+                    }
+                    if let Some(Pending::PRecv {
+                        hdr,
+                        recv,
+                        served: None,
+                        split,
+                        placed,
+                        ..
+                    }) = s.reqs.get_mut(key(r))
+                    {
+                        // Its payload goes to the application's buffer now
+                        // (from the request's own, which MPI does not
+                        // write again until the next Start, or from the
+                        // header's room), and its status counts that.
+                        let mut w = Self::precv_wire(hdr, recv, *split, *placed);
+                        *placed = true;
+                        drop(s);
+                        self.peek_recv(&mut w, &mut st);
+                        s = self.lock();
                     }
                     if let Some(Pending::Recv(wire)) = s.reqs.get_mut(key(r)) {
                         let mut w = std::mem::replace(wire, Wire::empty(self.c.comm_null));

@@ -252,6 +252,8 @@ impl State {
         match s {
             Stage::Heap(v) => self.put_back(v),
             Stage::Slot(s) => self.slots.give(s),
+            // The persistent receive's, kept by its request.
+            Stage::Fixed { .. } => {}
         }
     }
 

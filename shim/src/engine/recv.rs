@@ -745,7 +745,8 @@ impl Engine {
                     recv,
                     split,
                     served: None,
-                } => (**hdr, (recv.buf, recv.count, recv.dt), split),
+                    ..
+                } if recv.stage.is_null() => (**hdr, (recv.buf, recv.count, recv.dt), split),
                 _ => return true,
             };
             if hdr.magic != MAGIC_SPLIT {

@@ -78,6 +78,14 @@ pub(super) enum Pending {
         served: Option<Served>,
         /// The payload of a split message (`MAGIC_SPLIT`), this round.
         split: Split,
+        /// A staged receive's buffer (`PRecvArgs::stage`), owned by the
+        /// live entry (a working copy of `Engine::take` has none); MPI
+        /// writes header and payload into it and completion copies the
+        /// payload out.
+        own: Option<Box<[u8]>>,
+        /// A staged receive's payload is in the application's buffer
+        /// this round (`MPI_Request_get_status` placed it).
+        placed: bool,
     },
     /// A nonblocking collective (`coll::nb`, job `k`); the MPI request is
     /// a PROC_NULL receive.
@@ -144,6 +152,22 @@ pub(super) struct PRecvArgs {
     /// `LOGGP_INLINE_MAX`, which gets one only as a truncation, whose
     /// payload the completion receives (as a nonblocking receive's).
     pub(super) watch: bool,
+    /// Staged (a contiguous block of `cap` bytes below `direct_min`, as
+    /// a nonblocking receive of that kind): MPI receives `HDR + cap`
+    /// bytes into the request's own buffer here (`Pending::PRecv::own`),
+    /// not through a struct datatype; null when not staged.
+    pub(super) stage: *mut u8,
+    pub(super) cap: usize,
+}
+
+impl PRecvArgs {
+    /// The staged receive's buffer as a wire's stage (`Stage::Fixed`).
+    pub(super) fn stage(&self) -> Option<Stage> {
+        (!self.stage.is_null()).then_some(Stage::Fixed {
+            ptr: self.stage,
+            len: HDR + self.cap,
+        })
+    }
 }
 
 /// A stashed message placed in a receive's buffer (`n` bytes, `truncated`
@@ -239,6 +263,8 @@ impl Engine {
                     mut recv,
                     served,
                     split,
+                    own,
+                    placed,
                 }) => {
                     if let Split::Posted(mut p) = split {
                         // Its payload's receive: MPI finishes it alone.
@@ -246,6 +272,24 @@ impl Engine {
                     }
                     PMPI_Type_free(&mut recv.dt);
                     if !idle && served.is_none() {
+                        if let Some(own) = own {
+                            // Started in MPI, staged: only we can copy its
+                            // payload to the application's buffer, as for
+                            // a staged nonblocking receive (`reap_freed`
+                            // then frees the inactive request).
+                            let wire = Wire::Staged {
+                                stage: Stage::Heap(own.into_vec()),
+                                buf: recv.buf.cast(),
+                                cap: recv.cap,
+                                placed,
+                                comm: recv.comm,
+                            };
+                            let mut st = self.lock();
+                            st.freed.push((r, wire));
+                            self.freed_len.store(st.freed.len(), Ordering::Relaxed);
+                            *req = self.c.request_null;
+                            return abi::SUCCESS;
+                        }
                         // Started in MPI: it may still write the header.
                         std::mem::forget(hdr);
                     }
@@ -311,6 +355,10 @@ impl Engine {
                     PMPI_Test(r, &mut flag, &mut st)
                 };
                 if flag != 0 {
+                    if *r != self.c.request_null {
+                        // A persistent receive's, inactive now.
+                        PMPI_Request_free(r);
+                    }
                     self.finish_recv(wire, &mut st, false, rc);
                     if let Wire::Staged { stage, .. } = wire {
                         self.lock().put_back_stage(std::mem::take(stage));

@@ -863,32 +863,56 @@ impl Engine {
     ) -> c_int {
         unsafe {
             let h = Box::new(Header::default());
-            let mut t = match self.struct_type(&*h, buf, count, dt) {
-                Ok(t) => t,
-                Err(rc) => return rc,
+            let contig = contiguous_bytes(dt, count, type_size(dt));
+            // Staged as a nonblocking receive of its kind is (`recv`): MPI
+            // receives header and payload into the request's own buffer,
+            // each completion copies the payload out.
+            let staged =
+                contig.filter(|&cap| cap as u64 <= self.cfg.inline_max && cap < self.direct_min);
+            let mut own = staged.map(|cap| vec![0u8; HDR + cap].into_boxed_slice());
+            let rc = if let Some(own) = own.as_mut() {
+                let n = as_int(own.len());
+                PMPI_Recv_init(
+                    own.as_mut_ptr().cast(),
+                    n,
+                    self.c.packed,
+                    src,
+                    tag,
+                    comm,
+                    req,
+                )
+            } else {
+                let mut t = match self.struct_type(&*h, buf, count, dt) {
+                    Ok(t) => t,
+                    Err(rc) => return rc,
+                };
+                let rc = PMPI_Recv_init(abi::BOTTOM as *mut c_void, 1, t, src, tag, comm, req);
+                PMPI_Type_free(&mut t);
+                rc
             };
-            let rc = PMPI_Recv_init(abi::BOTTOM as *mut c_void, 1, t, src, tag, comm, req);
-            PMPI_Type_free(&mut t);
             if !ok(rc) {
                 return rc;
             }
             // For a Start served from the stash (`start`).
-            let mut own = dt;
-            let rc = PMPI_Type_dup(dt, &mut own);
+            let mut dup = dt;
+            let rc = PMPI_Type_dup(dt, &mut dup);
             if !ok(rc) {
                 PMPI_Request_free(req);
                 return rc;
             }
-            let watch = contiguous_bytes(dt, count, type_size(dt))
-                .is_none_or(|cap| cap as u64 > self.cfg.inline_max);
+            let watch = contig.is_none_or(|cap| cap as u64 > self.cfg.inline_max);
             let recv = Box::new(PRecvArgs {
                 watch,
                 buf,
                 count,
-                dt: own,
+                dt: dup,
                 src,
                 tag,
                 comm,
+                stage: own
+                    .as_mut()
+                    .map_or(std::ptr::null_mut(), |o| o.as_mut_ptr()),
+                cap: staged.unwrap_or(0),
             });
             self.lock().reqs.track(
                 key(*req),
@@ -898,6 +922,8 @@ impl Engine {
                     recv,
                     served: None,
                     split: Split::Idle,
+                    own,
+                    placed: false,
                 },
             );
             rc
@@ -1041,8 +1067,11 @@ impl Engine {
             let rc = PMPI_Start(req);
             if ok(rc) {
                 let mut st = self.lock();
-                let watch = match st.reqs.get(key(*req)) {
-                    Some(Pending::PRecv { recv, .. }) => recv.watch,
+                let watch = match st.reqs.get_mut(key(*req)) {
+                    Some(Pending::PRecv { recv, placed, .. }) => {
+                        *placed = false;
+                        recv.watch
+                    }
                     _ => true,
                 };
                 if watch {

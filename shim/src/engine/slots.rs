@@ -117,11 +117,14 @@ impl Slots {
     }
 }
 
-/// A staging buffer: a pooled vector, or a slot (small messages of the
-/// light lane, promoted to a general request: `LightData::promote`).
+/// A staging buffer: a pooled vector, a slot (small messages of the
+/// light lane, promoted to a general request: `LightData::promote`), or
+/// a persistent receive's own buffer (`ptr`, `len` bytes), which the
+/// request keeps for its life and which is never pooled.
 pub(super) enum Stage {
     Heap(Vec<u8>),
     Slot(SlotRef),
+    Fixed { ptr: *mut u8, len: usize },
 }
 
 /// No buffer (an empty vector), left behind by `std::mem::take`.
@@ -137,6 +140,7 @@ impl Stage {
         match self {
             Stage::Heap(v) => v.as_ptr(),
             Stage::Slot(s) => s.ptr(),
+            Stage::Fixed { ptr, .. } => *ptr,
         }
     }
 
@@ -145,6 +149,7 @@ impl Stage {
         match self {
             Stage::Heap(v) => v.as_mut_ptr(),
             Stage::Slot(s) => s.ptr(),
+            Stage::Fixed { ptr, .. } => *ptr,
         }
     }
 
@@ -154,6 +159,7 @@ impl Stage {
             Stage::Heap(v) => v.len(),
             // SAFETY: the slot belongs to this stage's request.
             Stage::Slot(s) => unsafe { (*s.0).len },
+            Stage::Fixed { len, .. } => *len,
         }
     }
 }
