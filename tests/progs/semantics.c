@@ -10,8 +10,9 @@
  *      Testsome, Waitall, Testall) completes every request once, with the
  *      right status for each index, on the sending and the receiving side,
  *      and Waitany/Testany report MPI_UNDEFINED when nothing is active;
- *   3. a cancelled Irecv reports MPI_Test_cancelled true; an Isend whose
- *      request was freed with MPI_Request_free still delivers its data;
+ *   3. a cancelled Irecv, and a cancelled started persistent receive,
+ *      report MPI_Test_cancelled true; an Isend whose request was freed
+ *      with MPI_Request_free still delivers its data;
  *   4. MPI_PROC_NULL: sends and receives complete at once, the status says
  *      MPI_PROC_NULL / MPI_ANY_TAG / count 0;
  *   5. MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE are accepted everywhere;
@@ -302,6 +303,15 @@ static void cancel_and_free(void) {
     MPI_OK(MPI_Wait(&r, &st));
     MPI_OK(MPI_Test_cancelled(&st, &flag));
     CHECK(flag, "a cancelled Irecv (wildcards) is not reported cancelled");
+    /* A started persistent receive (staged by the shim), cancelled. */
+    MPI_OK(MPI_Recv_init(b, 10, MPI_BYTE, 0, 998, MPI_COMM_WORLD, &r));
+    MPI_OK(MPI_Start(&r));
+    MPI_OK(MPI_Cancel(&r));
+    MPI_OK(MPI_Wait(&r, &st));
+    MPI_OK(MPI_Test_cancelled(&st, &flag));
+    CHECK(flag, "a cancelled persistent receive is not reported cancelled");
+    CHECK(r != MPI_REQUEST_NULL, "Wait on a cancelled persistent request freed it");
+    MPI_OK(MPI_Request_free(&r));
     /* Only now may rank 0 send: the wildcard receive above must not match. */
     MPI_OK(MPI_Send(NULL, 0, MPI_BYTE, 0, 202, MPI_COMM_WORLD));
     /* The freed Isend of rank 0 arrives intact. */
