@@ -60,6 +60,7 @@ pub enum Kids {
 impl Kids {
     pub const INLINE: usize = 8;
 
+    #[inline]
     pub fn new() -> Kids {
         Kids::Few {
             d: [0; Kids::INLINE],
@@ -67,6 +68,7 @@ impl Kids {
         }
     }
 
+    #[inline]
     pub fn push(&mut self, k: usize) {
         match self {
             Kids::Few { d, n } if *n < Kids::INLINE => {
@@ -91,6 +93,7 @@ impl Default for Kids {
 
 impl std::ops::Deref for Kids {
     type Target = [usize];
+    #[inline]
     fn deref(&self) -> &[usize] {
         match self {
             Kids::Few { d, n } => &d[..*n],

@@ -565,21 +565,32 @@ pub struct Ty {
 }
 
 impl Ty {
+    #[inline]
     pub unsafe fn of(dt: Datatype) -> Ty {
         unsafe {
             // A predefined contiguous type (most reductions' MPI_DOUBLE,
             // MPI_INT): from the engine's cache, not three queries of MPI
             // per call (twelve per 8-byte Allreduce).
-            if let Some(size) = crate::engine::named_contiguous_size(dt) {
-                let s = isize::try_from(size).unwrap_or(isize::MAX);
-                return Ty {
-                    size,
-                    ext: s,
-                    tlb: 0,
-                    text: s,
-                    lb: 0,
-                };
+            match crate::engine::named_contiguous_size(dt) {
+                Some(size) => {
+                    let s = isize::try_from(size).unwrap_or(isize::MAX);
+                    Ty {
+                        size,
+                        ext: s,
+                        tlb: 0,
+                        text: s,
+                        lb: 0,
+                    }
+                }
+                None => Ty::queried(dt),
             }
+        }
+    }
+
+    /// Any other type's geometry, from MPI.
+    #[inline(never)]
+    unsafe fn queried(dt: Datatype) -> Ty {
+        unsafe {
             let mut size: c_int = 0;
             real::PMPI_Type_size(dt, &mut size);
             let (mut lb, mut ext, mut tlb, mut text) = (0, 0, 0, 0);
