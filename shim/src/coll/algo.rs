@@ -121,13 +121,17 @@ pub async unsafe fn bcast(
         let real = |v: usize| to_real(v, root, p);
         let tr = tree(ch.alg, vr, p);
         let per = seg_elems(ch.seg, &t, n);
-        // One child and one segment: a blocking send, which completes
-        // as the Isend and Waitall would, without their list of requests.
-        if let ([k], true) = (&tr.children[..], per >= n) {
+        // One segment to at most one child (a leaf, or a chain's link): a
+        // blocking send, which completes as the Isend and Waitall would,
+        // without their list of requests (nor, at a leaf, an empty one).
+        if tr.children.len() <= 1 && per >= n {
             if let Some(par) = tr.parent {
                 c.recv(buf, n, dt, real(par)).await?;
             }
-            return c.send(buf, n, dt, real(*k)).await;
+            return match tr.children[..] {
+                [k] => c.send(buf, n, dt, real(k)).await,
+                _ => Ok(()),
+            };
         }
         let mut reqs: Vec<Request> = Vec::with_capacity(tr.children.len());
         for (s, len) in segments(n, per) {
