@@ -3,8 +3,9 @@
  * per call (callgrind; the difference of two N leaves out start-up).
  * With "i", each is MPI_Iallreduce + MPI_Wait (the shim's nonblocking
  * collectives: a job progressed from the Wait); with "b", an 8-byte
- * MPI_Bcast from rank 0; with "B", an MPI_Barrier.
- *   coll_loop N [i|b|B] */
+ * MPI_Bcast from rank 0; with "B", an MPI_Barrier; with "r", an 8-byte
+ * MPI_Reduce to rank 0.
+ *   coll_loop N [i|b|B|r] */
 #include <mpi.h>
 #include <stdlib.h>
 
@@ -18,6 +19,9 @@ int main(int argc, char **argv) {
     if (what == 'b') {
       out = 2;
       MPI_Bcast(&out, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    } else if (what == 'r') {
+      MPI_Reduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+      out = 2;
     } else if (what == 'B') {
       out = 2;
       MPI_Barrier(MPI_COMM_WORLD);

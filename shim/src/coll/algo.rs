@@ -204,6 +204,16 @@ pub async unsafe fn reduce(
         let vr = to_virtual(r, troot, p);
         let real = |v: usize| to_real(v, troot, p);
         let tr = tree(alg, vr, p);
+        let per = seg_elems(ch.seg, &t, n);
+        if let (Some(par), true, true) = (tr.parent, tr.children.is_empty(), per >= n) {
+            // A leaf's one segment: its input as it is, by a blocking send
+            // (no copy into a scratch buffer, no list of requests).
+            c.send(inbuf, n, dt, real(par)).await?;
+            if r == root && troot != root {
+                c.recv(out, n, dt, troot).await?;
+            }
+            return Ok(());
+        }
         // Small ones in place, not from the engine's pool (`ctx::scratch`).
         let (mut inline_acc, mut heap_acc) = (Inline::default(), None);
         let acc = ctx::scratch(&t, n, &mut inline_acc, &mut heap_acc);
@@ -212,7 +222,7 @@ pub async unsafe fn reduce(
         let tmp =
             (!tr.children.is_empty()).then(|| ctx::scratch(&t, n, &mut inline_tmp, &mut heap_tmp));
         let mut reqs: Vec<Request> = Vec::new();
-        for (s, len) in segments(n, seg_elems(ch.seg, &t, n)) {
+        for (s, len) in segments(n, per) {
             let a = t.at(acc, s);
             if let Some(tmp) = tmp {
                 let b = t.at(tmp, s);
