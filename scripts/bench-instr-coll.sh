@@ -5,8 +5,8 @@
 #
 # Runs bench/coll_loop.c (back-to-back 8-byte Allreduces, np=2; with
 # NB=1, MPI_Iallreduce + MPI_Wait; with OP=b an 8-byte MPI_Bcast, with
-# OP=B an MPI_Barrier, with OP=r an 8-byte MPI_Reduce) through the shim with LOGGP_VT=on plus
-# the VAR=VALUE given, with 2000 and with 6000
+# OP=B an MPI_Barrier, with OP=r an 8-byte MPI_Reduce) through the shim
+# with LOGGP_VT=on plus the VAR=VALUE given, with 2000 and with 6000
 # calls; the difference, divided by the 4000 calls between them, leaves out
 # start-up and MPI_Finalize. Prints per Allreduce and rank: the shim's own
 # instructions (its functions' self counts) with the largest of them,
