@@ -15,8 +15,24 @@ int main(int argc, char **argv) {
   char what = argc > 2 ? argv[2][0] : 'a';
   int nb = what == 'i';
   double in = 1, out = 0;
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   for (int i = 0; i < n; i++) {
-    if (what == 'b') {
+    if (what == 'p' || what == 'g') {
+      int k = what == 'g' ? 16 : 1;
+      double v[16];
+      if (rank == 0) {
+        MPI_Request q[16];
+        for (int j = 0; j < k; j++) MPI_Isend(&in, 1, MPI_DOUBLE, 1, j, MPI_COMM_WORLD, &q[j]);
+        MPI_Waitall(k, q, MPI_STATUSES_IGNORE);
+        MPI_Recv(NULL, 0, MPI_BYTE, 1, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (rank == 1) {
+        MPI_Probe(0, k - 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int j = 0; j < k; j++) MPI_Recv(&v[j], 1, MPI_DOUBLE, 0, j, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(NULL, 0, MPI_BYTE, 0, 99, MPI_COMM_WORLD);
+      }
+      out = 2;
+    } else if (what == 'b') {
       out = 2;
       MPI_Bcast(&out, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     } else if (what == 'r') {

@@ -5,7 +5,8 @@
 #
 # Runs bench/coll_loop.c (back-to-back 8-byte Allreduces, np=2; with
 # NB=1, MPI_Iallreduce + MPI_Wait; with OP=b an 8-byte MPI_Bcast, with
-# OP=B an MPI_Barrier, with OP=r an 8-byte MPI_Reduce) through the shim
+# OP=B an MPI_Barrier, with OP=r an 8-byte MPI_Reduce; OP=p and OP=g time
+# the probe path of calibrate's or_call and gr_burst, see coll_loop.c) through the shim
 # with LOGGP_VT=on plus the VAR=VALUE given, with 2000 and with 6000
 # calls; the difference, divided by the 4000 calls between them, leaves out
 # start-up and MPI_Finalize. Prints per Allreduce and rank: the shim's own
@@ -31,6 +32,8 @@ what="8-byte MPI_Allreduce"
 [ -n "${NB:-}" ] || [ "${OP:-}" != b ] || what="8-byte MPI_Bcast"
 [ -n "${NB:-}" ] || [ "${OP:-}" != B ] || what="MPI_Barrier"
 [ -n "${NB:-}" ] || [ "${OP:-}" != r ] || what="8-byte MPI_Reduce"
+[ -n "${NB:-}" ] || [ "${OP:-}" != p ] || what="MPI_Probe + MPI_Recv of one 8-byte message (rank 1; rank 0 Isends it)"
+[ -n "${NB:-}" ] || [ "${OP:-}" != g ] || what="MPI_Probe of the last of 16 8-byte messages, then 16 MPI_Recv (rank 1)"
 python3 - "$out" "$mpi" "$*" "$what" <<'PY'
 import collections, re, subprocess, sys
 out, mpi, extra, what = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
