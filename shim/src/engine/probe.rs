@@ -24,12 +24,15 @@ pub struct Stashed {
     /// Not shifted down over the header: that would move every byte of
     /// the message once more (2 GiB for the largest).
     wire: Vec<u8>,
+    /// Where the payload starts in `wire`: behind a full header (`HDR`)
+    /// or a compact one (`COMPACT`), as the message came.
+    at: usize,
 }
 
 impl Stashed {
     /// The application's bytes.
     pub(super) fn payload(&self) -> &[u8] {
-        &self.wire[HDR..]
+        &self.wire[self.at..]
     }
 }
 
@@ -312,7 +315,7 @@ impl Engine {
             if !ok(rc) {
                 return Err(rc);
             }
-            let at = hdr_len(v.as_ptr(), v.len());
+            let mut at = hdr_len(v.as_ptr(), v.len());
             let h = if v.len() < at {
                 Header::default()
             } else {
@@ -321,15 +324,15 @@ impl Engine {
             if v.len() == HDR && h.magic == MAGIC_SPLIT {
                 // The header came alone: its payload joins it here.
                 self.pull_payload(&h, &mut v)?;
+                at = HDR;
             } else if v.len() < at || h.magic != MAGIC {
                 self.escaped(&st);
-            } else if at == COMPACT {
-                // Kept behind a full header, as every stashed message.
-                let mut full = [0u8; HDR];
-                h.write_to(full.as_mut_ptr());
-                v.splice(..COMPACT, full);
             }
-            let payload = (v.len() - HDR) as u64;
+            // A compact header stays in front of its payload (`at`): it was
+            // widened to a full one here before, which moved the payload
+            // and grew the buffer (~450 instructions and a realloc per
+            // probed 8-byte message, `OP=p scripts/bench-instr-coll.sh`).
+            let payload = (v.len() - at) as u64;
             self.counters.probed.fetch_add(1, Ordering::Relaxed);
             let mut s = self.lock();
             if self.hosts {
@@ -353,6 +356,7 @@ impl Engine {
                 arrival,
                 seq: h.seq,
                 wire: v,
+                at,
             }));
             self.stash_len.fetch_add(1, Ordering::Relaxed);
             Ok(Some(st.source()))
