@@ -79,6 +79,14 @@ impl Engine {
                     self.stash_len.fetch_sub(1, Ordering::Relaxed);
                     return self.deliver_from_stash(m, buf, count, dt, req, status);
                 }
+                // Nothing stashed for it: the usual blocking receive, as
+                // with an empty stash (a receive after a probe of a later
+                // message, calibrate's gr_burst).
+                if req.is_none() {
+                    if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
+                        return self.recv_slot(buf.cast(), cap, src, tag, comm, status);
+                    }
+                }
             }
             let contig = contiguous_bytes(dt, count, type_size(dt));
             let inline = contig.filter(|&cap| cap as u64 <= self.cfg.inline_max);
