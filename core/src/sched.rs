@@ -41,7 +41,8 @@ pub fn to_real(v: usize, root: usize, p: usize) -> usize {
 }
 
 /// `x % p` for `x < 2p`, without a division (tens of cycles, twice per
-/// step of every rooted collective).
+/// step of every rooted collective, of the Barrier's dissemination and of
+/// a pairwise exchange).
 #[inline]
 fn below(x: usize, p: usize) -> usize {
     debug_assert!(x < 2 * p);
@@ -218,7 +219,7 @@ pub fn segments(n: usize, es: usize) -> impl Iterator<Item = (usize, usize)> {
 pub fn dissemination(r: usize, p: usize) -> impl Iterator<Item = (usize, usize)> {
     std::iter::successors(Some(1usize), |d| d.checked_mul(2))
         .take_while(move |&d| d < p)
-        .map(move |d| ((r + d) % p, (r + p - d) % p))
+        .map(move |d| (below(r + d, p), below(r + p - d, p)))
 }
 
 /// Hypercube steps below `n`: step k pairs `r` with `r ^ 2^k`, as
@@ -233,12 +234,12 @@ pub fn hypercube(r: usize, n: usize) -> impl Iterator<Item = (usize, usize)> {
 /// Pairwise exchange: step i (1..p), `r` sends to `r + i` and receives
 /// from `r − i` (mod p), as (to, from).
 pub fn pairwise(r: usize, p: usize) -> impl Iterator<Item = (usize, usize)> {
-    (1..p).map(move |i| ((r + i) % p, (r + p - i) % p))
+    (1..p).map(move |i| (below(r + i, p), below(r + p - i, p)))
 }
 
 /// Ring neighbours of `r`: (left, right) = (r − 1, r + 1) mod p.
 pub fn ring(r: usize, p: usize) -> (usize, usize) {
-    ((r + p - 1) % p, (r + 1) % p)
+    (below(r + p - 1, p), below(r + 1, p))
 }
 
 /// Ring Allgather, step k (0..p−1): the blocks `r` sends to its right and
@@ -514,6 +515,18 @@ mod tests {
     fn dissemination_and_pairwise_pair_up() {
         for p in 1..=17 {
             pairs_up(p, |r| dissemination(r, p).collect());
+            // The rotations without a division agree with `%`.
+            for r in 0..p {
+                let mut d = 1;
+                for (to, from) in dissemination(r, p) {
+                    assert_eq!((to, from), ((r + d) % p, (r + p - d) % p));
+                    d *= 2;
+                }
+                for (i, s) in pairwise(r, p).enumerate() {
+                    assert_eq!(s, ((r + i + 1) % p, (r + p - i - 1) % p));
+                }
+                assert_eq!(ring(r, p), ((r + p - 1) % p, (r + 1) % p));
+            }
             assert_eq!(dissemination(0, p).count(), ceil_log2(p) as usize);
             pairs_up(p, |r| pairwise(r, p).collect());
             // Pairwise reaches every other rank once.
