@@ -409,7 +409,11 @@ impl Engine {
             let mut checked: Vec<c_int> = Vec::new();
             let mut pulled = false;
             loop {
-                let unsure = {
+                // An empty stash has nothing to find: no lock, no clock read
+                // (a blocking probe polls here until its message comes).
+                let unsure = if self.stash_len.load(Ordering::Relaxed) == 0 {
+                    None
+                } else {
                     let mut s = self.lock();
                     match s.stash.find_for_probe(&p, now()) {
                         Some((_, m)) if p.unsure() && !checked.contains(&m.env.source) => {
