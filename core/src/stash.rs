@@ -146,13 +146,18 @@ impl<T: Stashed> Stash<T> {
     /// The message a probe for `p` at `now` reports, if any, with its index
     /// (for `remove`).
     pub fn find_for_probe(&self, p: &Pattern, now: u64) -> Option<(usize, &T)> {
-        let mut done: Vec<i32> = Vec::new();
-        for m in &self.items {
+        for (k, m) in self.items.iter().enumerate() {
             let e = m.envelope();
-            if !p.matches(e) || done.contains(&e.source) {
+            // Each source once, at its first match (a scan of those before
+            // rather than a list of sources seen: no allocation per probe).
+            if !p.matches(e)
+                || self.items[..k].iter().any(|b| {
+                    let f = b.envelope();
+                    f.source == e.source && p.matches(f)
+                })
+            {
                 continue;
             }
-            done.push(e.source);
             // Only the source's oldest match may be seen.
             let i = self.oldest_of(p, e.source)?;
             let head = &self.items[i];
