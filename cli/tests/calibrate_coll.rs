@@ -17,7 +17,7 @@
 //!   shim that does not delay the collective misses the lower bound on
 //!   every attempt). Parameters come from `--params`, which is tested too.
 //! * Allreduce of 64 KiB at P = 2 runs (and is predicted as) Rabenseifner's,
-//!   two rounds: L = +20 µs measures 32 to 60 µs against 40 predicted.
+//!   two rounds: L = +50 µs measures 75 to 150 µs against 100 predicted.
 //! * Bad input stops before any job, with one line naming the option.
 
 mod common;
@@ -188,11 +188,12 @@ fn quick(mpi: &str) {
 }
 
 /// One row of `calibrate --collectives` at P = 2: `op` of `size` with L =
-/// +20 µs and `reps` repetitions, from shared-memory-like `--params` (ns;
+/// +`l_us` µs and `reps` repetitions, from shared-memory-like `--params` (ns;
 /// each prediction here is a number of L whatever they are). Up to three
 /// attempts; `judge` passes the row or says why not.
 fn l_row(
     mpi: &str,
+    l_us: u32,
     op: &str,
     size: &str,
     reps: &str,
@@ -209,7 +210,7 @@ fn l_row(
     let out = dir.join("out");
     retry(
         3,
-        &format!("{mpi}: L = 20 us on {op} of {size} at P = 2"),
+        &format!("{mpi}: L = {l_us} us on {op} of {size} at P = 2"),
         || {
             let o = run(&[
                 "--mpi",
@@ -221,7 +222,7 @@ fn l_row(
                 "--sizes",
                 size,
                 "--knob",
-                "L=20us",
+                &format!("L={l_us}us"),
                 "--reps",
                 reps,
                 "--params",
@@ -258,19 +259,26 @@ fn delta_within(
 
 /// Bcast of 8 B at P = 2: one L on the critical path (20 µs predicted).
 fn bcast_latency(mpi: &str) {
-    l_row(mpi, "bcast", "8", "30", |row| delta_within(row, 15.0..40.0));
+    l_row(mpi, 20, "bcast", "8", "30", |row| {
+        delta_within(row, 15.0..40.0)
+    });
 }
 
 /// Allreduce of 64 KiB at P = 2 runs Rabenseifner's by default (one
 /// halving and one doubling round, each one message on the critical path):
-/// the report names it, predicts Δ = 2 L, and L = +20 µs measures 32 to
-/// 60 µs (a knob applied once per round; twice would be 80).
+/// the report names it, predicts Δ = 2 L, and L = +50 µs measures 75 to
+/// 150 µs (a knob applied in one round only would be at most 50, twice per
+/// round 200). L is 50 µs, not 20, because part of each round's L is
+/// absorbed where the native 32 KiB exchange takes longer than the
+/// learned transit (the report's note says so): 4 to 13 µs of 40 on this
+/// 2-core host and in CI, which left 2 L = 40 µs at 27 to 38 µs, a bound
+/// of 32 failing by noise; the absorbed part does not grow with L.
 fn allreduce_rabenseifner(mpi: &str) {
-    l_row(mpi, "allreduce", "64KiB", "20", |row| {
+    l_row(mpi, 50, "allreduce", "64KiB", "20", |row| {
         assert_eq!(row["algorithm"], "rabenseifner", "{row:?}");
         let pred = num(row, "delta_pred_ns");
-        assert!((pred - 40_000.0).abs() < 1.0, "predicted Δ {pred}");
-        delta_within(row, 32.0..60.0)
+        assert!((pred - 100_000.0).abs() < 1.0, "predicted Δ {pred}");
+        delta_within(row, 75.0..150.0)
     });
 }
 
