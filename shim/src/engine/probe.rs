@@ -145,6 +145,37 @@ impl Engine {
         }
     }
 
+    /// A receive while the probe stash holds messages: the stashed match,
+    /// delivered (`Some` of its return code), or `None` when the stash has
+    /// nothing for it and the receive goes to MPI as usual.
+    #[inline(never)]
+    pub(super) unsafe fn recv_stashed(
+        &self,
+        buf: *mut c_void,
+        count: c_int,
+        dt: Datatype,
+        src: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: Option<*mut Request>,
+        status: *mut Status,
+    ) -> Option<c_int> {
+        unsafe {
+            let p = pattern(comm, src, tag);
+            // A wildcard tag: the stashed match's source may still have an
+            // older message inside MPI; it joins the stash first (`settle`).
+            let check = self.lock().stash.source_to_check(&p);
+            if let Some(source) = check {
+                if let Err(rc) = self.settle(source, comm) {
+                    return Some(rc);
+                }
+            }
+            let m = self.lock().stash.take_for_recv(&p)?;
+            self.stash_len.fetch_sub(1, Ordering::Relaxed);
+            Some(self.deliver_from_stash(m, buf, count, dt, req, status))
+        }
+    }
+
     /// Delivers a stashed message to a receive.
     pub(super) unsafe fn deliver_from_stash(
         &self,

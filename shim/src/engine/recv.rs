@@ -58,34 +58,17 @@ impl Engine {
                 }
                 return self.wait(&mut r, status);
             }
-            if req.is_none() && self.stash_len.load(Ordering::Relaxed) == 0 {
-                // The usual blocking receive, before the general checks.
-                if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
-                    return self.recv_slot(buf.cast(), cap, src, tag, comm, status);
+            if self.stash_len.load(Ordering::Relaxed) > 0 {
+                if let Some(rc) = self.recv_stashed(buf, count, dt, src, tag, comm, req, status) {
+                    return rc;
                 }
             }
-            if self.stash_len.load(Ordering::Relaxed) > 0 {
-                let p = pattern(comm, src, tag);
-                // A wildcard tag: the stashed match's source may still have an
-                // older message inside MPI; it joins the stash first (`settle`).
-                let check = self.lock().stash.source_to_check(&p);
-                if let Some(source) = check {
-                    if let Err(rc) = self.settle(source, comm) {
-                        return rc;
-                    }
-                }
-                let taken = self.lock().stash.take_for_recv(&p);
-                if let Some(m) = taken {
-                    self.stash_len.fetch_sub(1, Ordering::Relaxed);
-                    return self.deliver_from_stash(m, buf, count, dt, req, status);
-                }
-                // Nothing stashed for it: the usual blocking receive, as
-                // with an empty stash (a receive after a probe of a later
-                // message, calibrate's gr_burst).
-                if req.is_none() {
-                    if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
-                        return self.recv_slot(buf.cast(), cap, src, tag, comm, status);
-                    }
+            if req.is_none() {
+                // The usual blocking receive, before the general checks (with
+                // the stash empty, or holding nothing for it: a receive after
+                // a probe of a later message, calibrate's gr_burst).
+                if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
+                    return self.recv_slot(buf.cast(), cap, src, tag, comm, status);
                 }
             }
             let contig = contiguous_bytes(dt, count, type_size(dt));
