@@ -454,12 +454,18 @@ fn drift_while_running_mpich() {
     drift(Mpi::Mpich);
 }
 
-/// Targeting by host (`loggp_core::target`): `L=+20us@inter` raises the
-/// off-node pairs of rank 0 by 15 to 26 us (median half round trip and
+/// Targeting by host (`loggp_core::target`): `L=+50us@inter` raises the
+/// off-node pairs of rank 0 by 40 to 62 us (median half round trip and
 /// each one-way time, against virtual time at zero) and leaves its
-/// on-node pair within 5 us; `@intra` the other way round. 2 x 2.
+/// on-node pair within 10 us; `@intra` the other way round. 2 x 2.
+/// L is 50 us, not 20, so that the bounds leave room for this bed's noise
+/// and still part a knob applied where it should not be, not at all or
+/// twice (+50, 0, +100): at +20 with bounds 15..26 and ±5 (`ADDED_20US`)
+/// the 4 ranks on 2 cores read +26.3 to +28.1 us and -5.4 / +6.3 us in
+/// session 36's runs, and failed a rehearsal; the noise is the transit's,
+/// of a few µs whatever L is (see `ADDED_20US`).
 fn targeted_by_host(mpi: Mpi, sel: &str) {
-    let value = format!("+20us@{sel}");
+    let value = format!("+50us@{sel}");
     let intra = sel == "intra";
     PairCheck {
         mpi,
@@ -469,14 +475,14 @@ fn targeted_by_host(mpi: Mpi, sel: &str) {
         l: &value,
         want: &|same| {
             if same == intra {
-                ADDED_20US
+                40.0..=62.0
             } else {
-                -5.0..=5.0
+                -10.0..=10.0
             }
         },
     }
     .run(&format!(
-        "L=+20us@{sel} across hosts, 2 x 2, {}",
+        "L=+50us@{sel} across hosts, 2 x 2, {}",
         mpi.name()
     ));
 }
