@@ -186,10 +186,11 @@ pub(super) struct State {
     reqs: lifecycle::Table<usize, Pending, BuildHasherDefault<HandleHasher>, SlotRef>,
     /// Staging slots of the light lane's requests (`slots`).
     slots: Slots,
-    /// Probed messages in the order they were taken off the network. Boxed:
-    /// a message handed out by Improbe is named by its box's address.
-    stash: Stash<Box<Stashed>>,
-    /// Probed messages handed to the application as MPI_Message handles.
+    /// Probed messages in the order they were taken off the network, kept
+    /// unboxed (a receive that takes one allocates nothing for it).
+    stash: Stash<Stashed>,
+    /// Probed messages handed to the application as MPI_Message handles,
+    /// boxed: on Open MPI a handle is its box's address.
     messages: HandleMap<Box<Stashed>>,
     #[cfg_attr(ompi, allow(dead_code))]
     next_message: usize,

@@ -36,7 +36,7 @@ impl Stashed {
     }
 }
 
-impl loggp_core::stash::Stashed for Box<Stashed> {
+impl loggp_core::stash::Stashed for Stashed {
     fn envelope(&self) -> &Envelope {
         &self.env
     }
@@ -58,7 +58,7 @@ pub(super) fn pattern(comm: Comm, src: c_int, tag: c_int) -> Pattern {
 }
 
 /// What a probe found: the status to report and, when taken, the message.
-pub(super) type Probed = (Status, Option<Box<Stashed>>);
+pub(super) type Probed = (Status, Option<Stashed>);
 
 unsafe impl Send for Stashed {}
 
@@ -179,7 +179,7 @@ impl Engine {
     /// Delivers a stashed message to a receive.
     pub(super) unsafe fn deliver_from_stash(
         &self,
-        m: Box<Stashed>,
+        m: Stashed,
         buf: *mut c_void,
         count: c_int,
         dt: Datatype,
@@ -199,7 +199,7 @@ impl Engine {
                             key(*r),
                             Kind::FromStash,
                             Pending::FromStash {
-                                msg: m,
+                                msg: Box::new(m),
                                 n,
                                 truncated,
                             },
@@ -373,7 +373,7 @@ impl Engine {
             let arrival = s
                 .gate
                 .arrival_for(h.src, h.d, payload, Seen::Unknown, k.as_ref());
-            s.stash.push(Box::new(Stashed {
+            s.stash.push(Stashed {
                 env: Envelope {
                     comm: key(comm),
                     source: st.source(),
@@ -388,7 +388,7 @@ impl Engine {
                 seq: h.seq,
                 wire: v,
                 at,
-            }));
+            });
             self.stash_len.fetch_add(1, Ordering::Relaxed);
             Ok(Some(st.source()))
         }
@@ -597,7 +597,8 @@ impl Engine {
     /// pointers: we use our own heap address, which no live MPI object can
     /// share. MPICH handles are ints whose top two bits give the kind; kind
     /// 0 is invalid in MPICH, so values below 2^30 are never MPICH's.
-    pub(super) fn fake_message(&self, m: Box<Stashed>) -> Message {
+    pub(super) fn fake_message(&self, m: Stashed) -> Message {
+        let m = Box::new(m);
         let mut s = self.lock();
         #[cfg(ompi)]
         let h: Message = (&*m as *const Stashed).cast_mut().cast();
@@ -623,7 +624,7 @@ impl Engine {
         unsafe {
             let m = self.lock().messages.remove(&key(*msg))?;
             *msg = self.c.message_null;
-            Some(self.deliver_from_stash(m, buf, count, dt, req, status))
+            Some(self.deliver_from_stash(*m, buf, count, dt, req, status))
         }
     }
 }

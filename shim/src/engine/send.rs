@@ -1097,7 +1097,11 @@ impl Engine {
             };
             self.stash_len.fetch_sub(1, Ordering::Relaxed);
             let (n, truncated) = self.place_stashed(&msg, a.buf, a.count, a.dt)?;
-            Ok(Some(Served { msg, n, truncated }))
+            Ok(Some(Served {
+                msg: Box::new(msg),
+                n,
+                truncated,
+            }))
         }
     }
 }
