@@ -213,6 +213,7 @@ impl Engine {
                     if !abi::status_ignored(status) {
                         st.copy_to(status);
                     }
+                    self.give_back(m.wire);
                     rc
                 }
             }
@@ -333,7 +334,10 @@ impl Engine {
                 return Ok(None);
             }
             let bytes = status_bytes(&st, self.c.byte);
-            let mut v: Vec<u8> = Vec::with_capacity(bytes);
+            // From the staging pool: a blocking receive of the message
+            // gives it back (`deliver_from_stash`), so that a probe and a
+            // receive allocate nothing (calibrate's or_call and gr_burst).
+            let mut v = self.scratch(bytes);
             // SAFETY: capacity reserved; Mrecv receives the very message the
             // probe matched and measured, so MPI writes all `bytes` bytes
             // before any is read.
