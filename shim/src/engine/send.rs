@@ -1087,15 +1087,9 @@ impl Engine {
     /// its buffer now (as `recv` does for a receive that finds it there).
     unsafe fn serve_from_stash(&self, a: &PRecvArgs) -> Result<Option<Served>, c_int> {
         unsafe {
-            let p = pattern(a.comm, a.src, a.tag);
-            let check = self.lock().stash.source_to_check(&p);
-            if let Some(source) = check {
-                self.settle(source, a.comm)?;
-            }
-            let Some(msg) = self.lock().stash.take_for_recv(&p) else {
+            let Some(msg) = self.take_stashed(a.src, a.tag, a.comm)? else {
                 return Ok(None);
             };
-            self.stash_len.fetch_sub(1, Ordering::Relaxed);
             let (n, truncated) = self.place_stashed(&msg, a.buf, a.count, a.dt)?;
             Ok(Some(Served {
                 msg: Box::new(msg),
