@@ -59,6 +59,11 @@ pub fn sent_before(a: u32, b: u32) -> bool {
     ((a.wrapping_sub(b) << 8) as i32) < 0
 }
 
+/// A tag's bit in `Stash::tag_bits` (tags alike modulo 64 share one).
+pub fn tag_bit(tag: i32) -> u64 {
+    1 << (tag as u32 & 63)
+}
+
 /// A stashed message: its envelope and its virtual arrival time.
 pub trait Stashed {
     fn envelope(&self) -> &Envelope;
@@ -72,11 +77,16 @@ pub trait Stashed {
 #[derive(Debug)]
 pub struct Stash<T> {
     items: Vec<T>,
+    /// `tag_bits`.
+    bits: u64,
 }
 
 impl<T> Default for Stash<T> {
     fn default() -> Self {
-        Stash { items: Vec::new() }
+        Stash {
+            items: Vec::new(),
+            bits: 0,
+        }
     }
 }
 
@@ -91,9 +101,24 @@ impl<T: Stashed> Stash<T> {
         self.items.get(i)
     }
 
+    /// A superset of the stashed messages' `tag_bit`s: a receive for a
+    /// specific tag whose bit is not in it has no match here (nor a source
+    /// to check: `source_to_check`), and need not look. Bits are added by
+    /// `push` and cleared only when a push finds the stash empty, so that
+    /// taking a message out costs nothing here.
+    pub fn tag_bits(&self) -> u64 {
+        self.bits
+    }
+
     /// Stashes a message taken off the network (after every message taken
     /// before it).
     pub fn push(&mut self, m: T) {
+        let bit = tag_bit(m.envelope().tag);
+        self.bits = if self.items.is_empty() {
+            bit
+        } else {
+            self.bits | bit
+        };
         self.items.push(m);
     }
 
@@ -231,6 +256,34 @@ mod tests {
         assert!(s.take_for_recv(&pat(1, None, None)).is_none());
         assert_eq!(s.take_for_recv(&pat(2, None, None)).unwrap().id, 5);
         assert!(s.is_empty());
+    }
+
+    #[test]
+    fn tag_bits_cover_every_stashed_tag() {
+        let mut s = Stash::default();
+        assert_eq!(s.tag_bits(), 0);
+        s.push(m(1, 0, 15, 10, 1));
+        s.push(m(1, 1, 70, 10, 2)); // 70 = 6 mod 64
+        s.push(m(2, 0, 15, 10, 3));
+        assert_eq!(s.tag_bits(), tag_bit(15) | tag_bit(6));
+        assert_eq!(s.tag_bits() & tag_bit(0), 0);
+        // Taking leaves the bits (a superset)...
+        assert_eq!(s.take_for_recv(&pat(1, None, Some(70))).unwrap().id, 2);
+        assert_eq!(s.tag_bits(), tag_bit(15) | tag_bit(6));
+        // ...and the other messages keep theirs, whatever is taken.
+        for i in 0..s.len() {
+            let t = s.get(i).unwrap().e.tag;
+            assert_ne!(s.tag_bits() & tag_bit(t), 0, "tag {t}");
+        }
+        assert_eq!(s.take_for_recv(&pat(1, Some(0), Some(15))).unwrap().id, 1);
+        assert_eq!(s.take_for_recv(&pat(2, None, None)).unwrap().id, 3);
+        // A push into the emptied stash starts over.
+        s.push(m(1, 0, -1, 10, 4));
+        assert_eq!(s.tag_bits(), tag_bit(-1));
+        s.push(m(1, 0, 63, 10, 5));
+        assert_eq!(s.tag_bits(), tag_bit(63));
+        s.push(m(1, 0, 0, 10, 6));
+        assert_eq!(s.tag_bits(), tag_bit(63) | tag_bit(0));
     }
 
     #[test]

@@ -357,6 +357,10 @@ pub struct Engine {
     pub transit: Transit,
     state: StateLock,
     stash_len: AtomicUsize,
+    /// `Stash::tag_bits` of `State::stash` (a superset of its tags), set
+    /// under the lock as a message joins it: a receive for a tag without
+    /// its bit here skips the stash, unlocked.
+    stash_tags: AtomicU64,
     /// Length of `State::freed`: its whole cost while it is empty.
     freed_len: AtomicUsize,
     pub counters: Counters,
@@ -807,6 +811,7 @@ impl Engine {
                 }),
             },
             stash_len: AtomicUsize::new(0),
+            stash_tags: AtomicU64::new(0),
             freed_len: AtomicUsize::new(0),
             slot_max: usize::try_from(cfg.inline_max)
                 .unwrap_or(usize::MAX)
@@ -993,6 +998,15 @@ impl Engine {
                 );
             }
         })
+    }
+
+    /// Whether the probe stash may hold a match for a receive of `tag`
+    /// (or a message that a wildcard tag must be settled against).
+    #[inline(always)]
+    fn stash_may_match(&self, tag: c_int) -> bool {
+        self.stash_len.load(Ordering::Relaxed) > 0
+            && (tag == abi::ANY_TAG
+                || self.stash_tags.load(Ordering::Relaxed) & loggp_core::stash::tag_bit(tag) != 0)
     }
 
     /// No stashed message or freed receive that a new receive must be

@@ -412,6 +412,7 @@ impl Engine {
                 wire: v,
                 at,
             });
+            self.stash_tags.store(s.stash.tag_bits(), Ordering::Relaxed);
             self.stash_len.fetch_add(1, Ordering::Relaxed);
             Ok(Some(st.source()))
         }

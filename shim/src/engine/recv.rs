@@ -24,7 +24,7 @@ impl Engine {
             if req.is_none()
                 && self.freed_len.load(Ordering::Relaxed) == 0
                 && !jobs::must_poll()
-                && self.stash_len.load(Ordering::Relaxed) == 0
+                && !self.stash_may_match(tag)
             {
                 if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
                     return self.recv_slot(buf.cast(), cap, src, tag, comm, status);
@@ -58,15 +58,15 @@ impl Engine {
                 }
                 return self.wait(&mut r, status);
             }
-            if self.stash_len.load(Ordering::Relaxed) > 0 {
+            if self.stash_may_match(tag) {
                 if let Some(rc) = self.recv_stashed(buf, count, dt, src, tag, comm, req, status) {
                     return rc;
                 }
             }
             if req.is_none() {
                 // The usual blocking receive, before the general checks (with
-                // the stash empty, or holding nothing for it: a receive after
-                // a probe of a later message, calibrate's gr_burst).
+                // the stash empty, or holding nothing for it that its tag
+                // alone rules out: `recv` took those).
                 if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
                     return self.recv_slot(buf.cast(), cap, src, tag, comm, status);
                 }
