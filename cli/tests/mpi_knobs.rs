@@ -135,15 +135,18 @@ fn zero_knobs_pass_through_mpich() {
 
 /// `o_s=+20us` keeps the CPU inside MPI_Send >= 20 us (median), busy: the
 /// thread's CPU time in the call is >= 15 us (a sleep would give ~0); and
-/// not more than 15 % above (median <= 23.5 us: 23 plus the send itself).
+/// not applied twice: the 10th percentile <= 24 us (20 plus the send itself
+/// and a margin; a doubled knob gives >= 40). The upper bound is on the 10th
+/// percentile because this shared machine's noise only adds: loud phases
+/// lifted the median to 25.3 us with the 10th percentile at 22.2.
 fn o_s(mpi: Mpi) {
     retry(ATTEMPTS, &format!("o_s=+20us, {}", mpi.name()), || {
         let out = timing(mpi, Via::Direct, &[("LOGGP_O_S", "+20us")], "osend", 200);
         let (t, cpu) = (stat(&out, "send_us"), stat(&out, "cpu_send_us"));
         bound(
-            t.med >= 20.0 && t.med <= 23.5 && cpu.med >= 15.0,
+            t.med >= 20.0 && t.p10 <= 24.0 && cpu.med >= 15.0,
             format!(
-                "with o_s=+20us MPI_Send takes {:.3} us (p10 {:.3}; expected 20 to 23.5), \
+                "with o_s=+20us MPI_Send takes {:.3} us (p10 {:.3}; expected median >= 20, p10 <= 24), \
                  CPU {:.3} us (expected >= 15)",
                 t.med, t.p10, cpu.med
             ),
@@ -161,17 +164,18 @@ fn o_s_holds_cpu_in_send_mpich() {
     o_s(Mpi::Mpich);
 }
 
-/// `o_r=+20us` keeps MPI_Recv of an already-arrived message 20 to 23.5 us
-/// (median), busy.
+/// `o_r=+20us` keeps MPI_Recv of an already-arrived message >= 20 us
+/// (median), busy, and not applied twice (10th percentile <= 24 us; see
+/// `o_s`).
 fn o_r(mpi: Mpi) {
     retry(ATTEMPTS, &format!("o_r=+20us, {}", mpi.name()), || {
         let out = timing(mpi, Via::Loggp, &[("LOGGP_O_R", "20us")], "orecv", 100);
         let (t, cpu) = (stat(&out, "recv_us"), stat(&out, "cpu_recv_us"));
         bound(
-            t.med >= 20.0 && t.med <= 23.5 && cpu.med >= 15.0,
+            t.med >= 20.0 && t.p10 <= 24.0 && cpu.med >= 15.0,
             format!(
                 "with o_r=+20us MPI_Recv of an arrived message takes {:.3} us (p10 {:.3}; \
-                 expected 20 to 23.5), CPU {:.3} us (expected >= 15)",
+                 expected median >= 20, p10 <= 24), CPU {:.3} us (expected >= 15)",
                 t.med, t.p10, cpu.med
             ),
         )
