@@ -72,7 +72,7 @@ impl Engine {
                 Pending::Recv(wire) => {
                     let payload = wire.payload_len(status_bytes(st, self.c.byte)) as u64;
                     let h = wire.header();
-                    self.ready_at(gate, h.d, h.src, h.l, payload)
+                    self.ready_at(gate, h.d, h.src(), h.l, payload)
                 }
                 Pending::PRecv {
                     served: Some(s), ..
@@ -97,7 +97,7 @@ impl Engine {
                         _ => got.saturating_sub(hdr_len(at, got)),
                     } as u64;
                     let h = Header::read_from(at);
-                    self.ready_at(gate, h.d, h.src, h.l, payload)
+                    self.ready_at(gate, h.d, h.src(), h.l, payload)
                 }
                 _ => 0,
             }

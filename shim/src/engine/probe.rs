@@ -375,11 +375,11 @@ impl Engine {
             } else {
                 Header::read_from(v.as_ptr())
             };
-            if v.len() == HDR && h.magic == MAGIC_SPLIT {
+            if v.len() == HDR && h.magic() == MAGIC_SPLIT {
                 // The header came alone: its payload joins it here.
                 self.pull_payload(&h, &mut v)?;
                 at = HDR;
-            } else if v.len() < at || h.magic != MAGIC {
+            } else if v.len() < at || h.magic() != MAGIC {
                 self.escaped(&st);
             }
             // A compact header stays in front of its payload (`at`): it was
@@ -392,10 +392,10 @@ impl Engine {
             if self.hosts {
                 s.gate.observe(now(), h.d, h.lag, payload);
             }
-            let k = self.recv_knobs(h.src, h.l);
+            let k = self.recv_knobs(h.src(), h.l);
             let arrival = s
                 .gate
-                .arrival_for(h.src, h.d, payload, Seen::Unknown, k.as_ref());
+                .arrival_for(h.src(), h.d, payload, Seen::Unknown, k.as_ref());
             s.stash.push(Stashed {
                 env: Envelope {
                     comm: key(comm),
@@ -405,7 +405,7 @@ impl Engine {
                 comm_h: comm,
                 d: h.d,
                 lag: h.lag,
-                src: h.src,
+                src: h.src(),
                 l: h.l,
                 arrival,
                 seq: h.seq,
@@ -424,7 +424,7 @@ impl Engine {
         unsafe {
             let mut msg: Message = self.c.message_null;
             let mut st = Status::zeroed();
-            let src = c_int::try_from(h.src).unwrap_or(0);
+            let src = c_int::try_from(h.src()).unwrap_or(0);
             let tag = h.payload_tag(self.payload_tags);
             let rc = PMPI_Mprobe(src, tag, self.payload_comm.0, &mut msg, &mut st);
             if !ok(rc) {

@@ -379,7 +379,7 @@ impl Engine {
                 set_status_bytes(st, self.c.byte, payload as u64);
             }
             let hdr = Header::read_from(s.ptr());
-            self.gate_timed(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, true);
+            self.gate_timed(hdr.d, hdr.lag, hdr.src(), hdr.l, payload as u64, true);
             copy_bytes(s.ptr().add(at.at), s.slot().buf, payload);
             self.lock().slots.give(s);
         }
@@ -533,10 +533,10 @@ impl Engine {
             }
             let got = status_bytes(st, self.c.byte);
             let hdr = wire.header();
-            if got == HDR && hdr.magic == MAGIC_SPLIT {
+            if got == HDR && hdr.magic() == MAGIC_SPLIT {
                 // The header came alone: its payload follows.
                 let (bytes, prc) = self.split_payload(wire, &hdr);
-                self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, bytes as u64, block);
+                self.gate(hdr.d, hdr.lag, hdr.src(), hdr.l, bytes as u64, block);
                 if want_count || !ok(prc) {
                     set_status_bytes(st, self.c.byte, bytes as u64);
                 }
@@ -548,7 +548,7 @@ impl Engine {
             if wire.is_compact(got) {
                 return self.finish_compact(wire, st, &hdr, got, block, want_count);
             }
-            if got < HDR || hdr.magic != MAGIC {
+            if got < HDR || hdr.magic() != MAGIC {
                 if is_truncation(rc) {
                     // MPI may drop a truncated message's bytes (MPICH does for
                     // large ones): no header to read, nothing to deliver.
@@ -558,7 +558,7 @@ impl Engine {
                 self.escaped(st);
             }
             let payload = (got - HDR) as u64;
-            self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, payload, block);
+            self.gate(hdr.d, hdr.lag, hdr.src(), hdr.l, payload, block);
             wire.place(got);
             if want_count {
                 set_status_bytes(st, self.c.byte, payload);
@@ -590,7 +590,7 @@ impl Engine {
                     return rc;
                 }
             };
-            self.gate(hdr.d, hdr.lag, hdr.src, hdr.l, payload as u64, block);
+            self.gate(hdr.d, hdr.lag, hdr.src(), hdr.l, payload as u64, block);
             if want_count || truncated {
                 set_status_bytes(st, self.c.byte, n as u64);
             }
@@ -685,7 +685,7 @@ impl Engine {
         unsafe {
             let comm = self.payload_comm.0;
             let tag = hdr.payload_tag(self.payload_tags);
-            let src = c_int::try_from(hdr.src).unwrap_or(0);
+            let src = c_int::try_from(hdr.src()).unwrap_or(0);
             let mut ps = Status::zeroed();
             let rc = match wire {
                 Wire::Struct { into, split, .. } => match *split {
@@ -740,7 +740,7 @@ impl Engine {
                 } if recv.stage.is_null() => (**hdr, (recv.buf, recv.count, recv.dt), split),
                 _ => return true,
             };
-            if hdr.magic != MAGIC_SPLIT {
+            if hdr.magic() != MAGIC_SPLIT {
                 return true;
             }
             let mut r = match *split {
@@ -752,7 +752,7 @@ impl Engine {
                         args.0,
                         args.1,
                         args.2,
-                        c_int::try_from(hdr.src).unwrap_or(0),
+                        c_int::try_from(hdr.src()).unwrap_or(0),
                         hdr.payload_tag(self.payload_tags),
                         self.payload_comm.0,
                         &mut r,

@@ -364,7 +364,7 @@ impl Engine {
         req: *mut Request,
     ) -> Result<Pending, c_int> {
         unsafe {
-            hdr.magic = MAGIC_SPLIT;
+            hdr.set_magic(MAGIC_SPLIT);
             let ptag = hdr.payload_tag(self.payload_tags);
             // The application's request is the payload's: in synchronous
             // mode it too completes only once received into (its receive is
