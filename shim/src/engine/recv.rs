@@ -235,7 +235,8 @@ impl Engine {
         let slot = unsafe { s.slot() };
         slot.len = HDR + cap;
         slot.buf = buf;
-        slot.cap = cap;
+        // At most `slot_max`, itself at most `SLOT_PAYLOAD`.
+        slot.cap = u32::try_from(cap).unwrap_or(u32::MAX);
         slot.comm = comm;
         slot.recv = true;
         s
@@ -443,7 +444,7 @@ impl Engine {
             let mut w = Wire::Staged {
                 stage: Stage::Slot(s),
                 buf: slot.buf,
-                cap: slot.cap,
+                cap: slot.cap as usize,
                 placed: false,
                 comm: slot.comm,
             };
@@ -997,7 +998,7 @@ unsafe fn landed_whole(s: SlotRef, got: usize) -> Option<Landed> {
                 payload: got - HDR,
             });
         }
-        if hdr_len(p, got) == COMPACT && got - COMPACT <= slot.cap {
+        if hdr_len(p, got) == COMPACT && got - COMPACT <= slot.cap as usize {
             return Some(Landed {
                 at: COMPACT,
                 payload: got - COMPACT,

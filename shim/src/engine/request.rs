@@ -129,7 +129,7 @@ impl lifecycle::LightData<Pending> for SlotRef {
         Pending::Recv(Wire::Staged {
             stage: Stage::Slot(self),
             buf: s.buf,
-            cap: s.cap,
+            cap: s.cap as usize,
             placed: false,
             comm: s.comm,
         })
