@@ -13,7 +13,9 @@
  *      sends keep each (source, tag) stream in order;
  *   4. Probe, Iprobe, Mprobe/Mrecv, Improbe/Imrecv report source, tag and
  *      count as sent and receive the probed message; Iprobe of a tag never
- *      sent stays false;
+ *      sent stays false; nonblocking receives posted after a probe of
+ *      another tag (one that the shim holds) get their own messages, and
+ *      the probed message goes to the first receive of its tag;
  *   5. persistent requests (Send_init, Ssend_init, Recv_init, Start,
  *      Startall) deliver every round's data.
  * Rank 0 prints "integrity: PASS np=N checks=C checksum=X" where X is an
@@ -276,11 +278,12 @@ static void wildcards(int np) {
 
 /* 4. Probes, rank 0 to rank 1. */
 static void probes(void) {
-  static const int n_[] = {777, 5000, 100, 200, 70000, 0};
-  static const int tag_[] = {42, 43, 44, 44, 45, 46};
+  /* Then four 8-byte messages: tags 47, 48, 48 and 111 (= 47 + 64). */
+  static const int n_[] = {777, 5000, 100, 200, 70000, 0, 8, 8, 8, 8};
+  static const int tag_[] = {42, 43, 44, 44, 45, 46, 47, 48, 48, 111};
   unsigned char *b = malloc(70000);
   if (my_rank == 0) {
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 10; k++) {
       fill(b, (size_t)n_[k], 0, 2000 + k);
       MPI_OK(MPI_Send(b, n_[k], MPI_BYTE, 1, tag_[k], MPI_COMM_WORLD));
     }
@@ -340,6 +343,25 @@ static void probes(void) {
     MPI_OK(MPI_Recv(NULL, 0, MPI_BYTE, 0, 46, MPI_COMM_WORLD, &st));
     check_status(&st, MPI_BYTE, 0, 46, 0, "Recv of 0 bytes");
     account(b, 0, 0, 46);
+    /* A probe of tag 48 (the shim keeps that message aside), then
+     * receives posted for tags 48, 47, 48, 111: the first of tag 48 gets
+     * the probed message, the second the next one; 47 and 111 (which no
+     * held message has, though 111 is 47 modulo 64) get theirs. */
+    MPI_OK(MPI_Probe(0, 48, MPI_COMM_WORLD, &st));
+    check_status(&st, MPI_BYTE, 0, 48, 8, "Probe of tag 48");
+    static const int rtag[] = {48, 47, 48, 111}, rseq[] = {2007, 2006, 2008, 2009};
+    unsigned char rb[4][8];
+    MPI_Request rq[4];
+    MPI_Status rs[4];
+    for (int k = 0; k < 4; k++)
+      MPI_OK(MPI_Irecv(rb[k], 8, MPI_BYTE, 0, rtag[k], MPI_COMM_WORLD, &rq[k]));
+    MPI_OK(MPI_Waitall(4, rq, rs));
+    for (int k = 0; k < 4; k++) {
+      check_status(&rs[k], MPI_BYTE, 0, rtag[k], 8, "Irecv after a probe of another tag");
+      CHECK(verify(rb[k], 8, 0, rseq[k]) < 0, "Irecv %d (tag %d) after a probe: data differs", k,
+            rtag[k]);
+      account(rb[k], 8, 0, rtag[k]);
+    }
     /* Nothing else is pending from rank 0 on these tags. */
     MPI_OK(MPI_Iprobe(0, 999, MPI_COMM_WORLD, &flag, &st));
     CHECK(!flag, "Iprobe reported a message with tag 999 that was never sent");

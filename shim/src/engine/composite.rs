@@ -133,7 +133,7 @@ impl Engine {
             // collective to progress meanwhile, no g_r to order deliveries.
             if dest == abi::PROC_NULL
                 || src == abi::PROC_NULL
-                || !self.nothing_to_match_first()
+                || !self.nothing_to_match_first_for(rtag)
                 || jobs::must_poll()
                 || self.cfg.any_g_r()
             {

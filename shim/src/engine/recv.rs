@@ -193,9 +193,9 @@ impl Engine {
     }
 
     /// MPI_Irecv. Its usual case, a small receive into a predefined
-    /// contiguous type with nothing stashed by probes and no freed
-    /// receive to reap, goes straight to the light lane (`irecv_slot`);
-    /// every other is `recv`'s.
+    /// contiguous type with nothing stashed by probes that it could match
+    /// and no freed receive to reap, goes straight to the light lane
+    /// (`irecv_slot`); every other is `recv`'s.
     #[inline(always)]
     pub unsafe fn irecv(
         &self,
@@ -208,7 +208,7 @@ impl Engine {
         req: *mut Request,
     ) -> c_int {
         unsafe {
-            if self.nothing_to_match_first() {
+            if self.nothing_to_match_first_for(tag) {
                 if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
                     return self.irecv_slot(buf.cast(), cap, src, tag, comm, req);
                 }
