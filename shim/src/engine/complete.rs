@@ -386,9 +386,12 @@ impl Engine {
         }
     }
 
-    /// Where a request stands for the emulated machine.
+    /// Where a request stands for the emulated machine. The clock is read
+    /// only for a request of ours that MPI has completed: a Test of
+    /// MPI_REQUEST_NULL or of a request the shim does not track (a
+    /// polling loop's usual call) reads none.
     pub(super) unsafe fn poll(&self, r: Request) -> Poll {
-        unsafe { self.poll_at(r, now()) }
+        unsafe { self.poll_when(r, now) }
     }
 
     /// `poll` as of time `t`. A pass over several requests (Waitany,
@@ -398,6 +401,13 @@ impl Engine {
     /// channel, or a varied L raised to arrive with the message before it:
     /// `loggp_core::dist::Channels`), and overtake it.
     pub(super) unsafe fn poll_at(&self, r: Request, t: u64) -> Poll {
+        unsafe { self.poll_when(r, || t) }
+    }
+
+    /// `poll_at` at the time `t` gives, asked only when a completion is
+    /// to be judged.
+    #[inline(always)]
+    unsafe fn poll_when(&self, r: Request, t: impl FnOnce() -> u64) -> Poll {
         unsafe {
             let k = key(r);
             // Not in the match: its job's progress may take the state.
@@ -439,8 +449,9 @@ impl Engine {
                 recall_status(r, &mut s, false);
             }
             let native = self.native_of(e.kind(), &s);
-            st.reqs
-                .judge_entry(k, e, t, native, |_, p| self.delivery_time(p, &s, &st.gate))
+            st.reqs.judge_entry(k, e, t(), native, |_, p| {
+                self.delivery_time(p, &s, &st.gate)
+            })
         }
     }
 
