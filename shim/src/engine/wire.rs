@@ -69,25 +69,28 @@ pub struct Header {
     pub(super) seq: u32,
 }
 
-/// `Header::head` of `magic` and `src`.
+/// `Header::head` of `magic` and `src`: in memory, `magic`'s four bytes
+/// first (what a receiver reads as the magic at the message's start), on
+/// either byte order.
 #[inline(always)]
 const fn head(magic: u32, src: u32) -> u64 {
-    magic as u64 | (src as u64) << 32
+    let (m, s) = (magic.to_ne_bytes(), src.to_ne_bytes());
+    u64::from_ne_bytes([m[0], m[1], m[2], m[3], s[0], s[1], s[2], s[3]])
 }
 
 impl Header {
     /// The magic: `MAGIC`, `MAGIC_SPLIT`.
     #[inline(always)]
-    #[allow(clippy::cast_possible_truncation)] // the low half, as meant
     pub(super) fn magic(&self) -> u32 {
-        self.head as u32
+        let b = self.head.to_ne_bytes();
+        u32::from_ne_bytes([b[0], b[1], b[2], b[3]])
     }
 
     /// The sender's rank in MPI_COMM_WORLD.
     #[inline(always)]
-    #[allow(clippy::cast_possible_truncation)] // the high half: fits
     pub(super) fn src(&self) -> u32 {
-        (self.head >> 32) as u32
+        let b = self.head.to_ne_bytes();
+        u32::from_ne_bytes([b[4], b[5], b[6], b[7]])
     }
 
     pub(super) fn set_magic(&mut self, magic: u32) {
@@ -688,6 +691,18 @@ mod tests {
         // Longer than a full header: not a compact message.
         assert_eq!(unsafe { hdr_len(b.as_ptr(), HDR + 1) }, HDR);
         assert_eq!(unsafe { hdr_len(b.as_ptr(), COMPACT - 1) }, HDR);
+    }
+
+    /// The magic is a full header's first four bytes, as a receiver reads
+    /// it (`landed_whole`), and the source rank the next four.
+    #[test]
+    fn magic_leads_the_wire() {
+        let mut b = [0u8; HDR];
+        header(0x0102_0304, 9, 11).write_to(b.as_mut_ptr());
+        assert_eq!(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]), MAGIC);
+        assert_eq!(u32::from_ne_bytes([b[4], b[5], b[6], b[7]]), 0x0102_0304);
+        let h = header(7, 0, 0);
+        assert_eq!((h.magic(), h.src()), (MAGIC, 7));
     }
 
     /// Full headers (either magic) are never read as compact, and read back
