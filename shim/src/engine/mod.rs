@@ -1018,10 +1018,9 @@ impl Engine {
 
     /// No freed receive to reap, nor a stashed message that a new receive
     /// of `tag` may match (`stash_may_match`): its light lane may be taken
-    /// (Irecv, Sendrecv), as the blocking receive's fast path does
-    /// (`recv`). A message a probe took off the network under another tag
-    /// cannot match it, and MPI's order binds only messages that one
-    /// receive could match.
+    /// (Recv, Irecv, Sendrecv). A message a probe took off the network
+    /// under another tag cannot match it, and MPI's order binds only
+    /// messages that one receive could match.
     #[inline(always)]
     fn nothing_to_match_first_for(&self, tag: c_int) -> bool {
         self.freed_len.load(Ordering::Relaxed) == 0 && !self.stash_may_match(tag)

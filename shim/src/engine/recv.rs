@@ -21,11 +21,7 @@ impl Engine {
             // The usual blocking receive (`recv_any`'s first case when no
             // freed request waits to be reaped), straight from the
             // wrapper: no frame of the general path between them.
-            if req.is_none()
-                && self.freed_len.load(Ordering::Relaxed) == 0
-                && !jobs::must_poll()
-                && !self.stash_may_match(tag)
-            {
+            if req.is_none() && self.nothing_to_match_first_for(tag) && !jobs::must_poll() {
                 if let Some(cap) = small_contiguous(dt, count, self.slot_max) {
                     return self.recv_slot(buf.cast(), cap, src, tag, comm, status);
                 }

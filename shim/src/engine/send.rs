@@ -987,9 +987,7 @@ impl Engine {
                             comm,
                         },
                     )) => Started::Bsend(*buf, *count, *dt, *dest, *tag, *comm),
-                    Some((_, Pending::PRecv { recv, .. }))
-                        if self.stash_len.load(Ordering::Relaxed) > 0 =>
-                    {
+                    Some((_, Pending::PRecv { recv, .. })) if self.stash_may_match(recv.tag) => {
                         Started::Recv(&**recv)
                     }
                     _ => Started::Other,
