@@ -96,17 +96,75 @@ pub enum CountAt {
     Split(usize, usize),
 }
 
-static COUNT_AT: std::sync::OnceLock<CountAt> = std::sync::OnceLock::new();
+/// The learned `CountAt` as one word, so that the two uses per received
+/// message are a plain load and no branch on the layout (a `OnceLock` of
+/// the enum cost a state check and a copy): 0 until learned, else bits
+/// 0..8 the offset of the low 32 bits, bits 8..16 that of the high ones,
+/// bit 16 their shift (1: `Split`, above the cancelled flag), bit 17 set.
+/// `set_count_at` keeps only places inside a status.
+static COUNT_AT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
-/// Uses `c` from now on (once; start-up verified it against MPI).
+const _: () = assert!(STATUS_SIZE < 256);
+
+/// A learned place of the count (`count_at`), checked to lie inside a
+/// status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CountPlace {
+    lo: u8,
+    hi: u8,
+    shift: u32,
+}
+
+impl CountAt {
+    /// The place, if it lies inside a status.
+    fn place(self) -> Option<CountPlace> {
+        let (lo, hi, shift) = match self {
+            CountAt::Wide(o) => (o, o + 4, 0),
+            CountAt::Split(lo, hi) if lo.abs_diff(hi) >= 4 => (lo, hi, 1),
+            CountAt::Split(..) => return None,
+        };
+        if lo.max(hi) + 4 > STATUS_SIZE {
+            return None;
+        }
+        Some(CountPlace {
+            lo: u8::try_from(lo).ok()?,
+            hi: u8::try_from(hi).ok()?,
+            shift,
+        })
+    }
+}
+
+impl CountPlace {
+    fn pack(self) -> u32 {
+        1 << 17 | self.shift << 16 | u32::from(self.hi) << 8 | u32::from(self.lo)
+    }
+    #[inline(always)]
+    fn unpack(v: u32) -> Option<CountPlace> {
+        (v != 0).then_some(CountPlace {
+            lo: v.to_le_bytes()[0],
+            hi: v.to_le_bytes()[1],
+            shift: v >> 16 & 1,
+        })
+    }
+}
+
+/// Uses `c` from now on (once; start-up verified it against MPI). A
+/// place outside a status is never kept.
 pub fn set_count_at(c: CountAt) {
-    let _ = COUNT_AT.set(c);
+    if let Some(p) = c.place() {
+        let _ = COUNT_AT.compare_exchange(
+            0,
+            p.pack(),
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
 }
 
 /// The learned place of the count, if start-up found one.
-#[inline]
-pub fn count_at() -> Option<CountAt> {
-    COUNT_AT.get().copied()
+#[inline(always)]
+pub fn count_at() -> Option<CountPlace> {
+    CountPlace::unpack(COUNT_AT.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 impl Status {
@@ -130,36 +188,33 @@ impl Status {
     }
 
     /// The count of bytes kept at `c`; None if `c` is not inside a status.
-    #[inline(always)]
     pub fn count_in(&self, c: CountAt) -> Option<u64> {
-        match c {
-            CountAt::Wide(o) if o + 8 <= STATUS_SIZE => {
-                Some(u64::from(self.word32(o)) | u64::from(self.word32(o + 4)) << 32)
-            }
-            CountAt::Split(lo, hi) if lo.max(hi) + 4 <= STATUS_SIZE && lo.abs_diff(hi) >= 4 => {
-                Some(u64::from(self.word32(lo)) | u64::from(self.word32(hi) >> 1) << 32)
-            }
-            _ => None,
-        }
+        c.place().map(|p| self.count_at_place(p))
     }
 
-    /// Writes `v` bytes at `c`, leaving the cancelled flag as it is.
-    #[inline(always)]
+    /// Writes `v` bytes at `c`, leaving the cancelled flag as it is; false
+    /// if `c` is not inside a status.
     pub fn set_count_in(&mut self, c: CountAt, v: u64) -> bool {
-        match c {
-            CountAt::Wide(o) if o + 8 <= STATUS_SIZE => {
-                self.set_word32(o, (v & 0xffff_ffff) as u32);
-                self.set_word32(o + 4, (v >> 32) as u32);
-                true
-            }
-            CountAt::Split(lo, hi) if lo.max(hi) + 4 <= STATUS_SIZE && lo.abs_diff(hi) >= 4 => {
-                self.set_word32(lo, (v & 0xffff_ffff) as u32);
-                let flag = self.word32(hi) & 1;
-                self.set_word32(hi, ((v >> 32) as u32) << 1 | flag);
-                true
-            }
-            _ => false,
-        }
+        c.place().map(|p| self.set_count_at_place(p, v)).is_some()
+    }
+
+    /// The count of bytes kept at `p`: the high word shifted right past
+    /// MPICH's cancelled flag where it shares the word (`shift` 1).
+    #[inline(always)]
+    pub fn count_at_place(&self, p: CountPlace) -> u64 {
+        let (lo, hi) = (usize::from(p.lo), usize::from(p.hi));
+        u64::from(self.word32(lo)) | u64::from(self.word32(hi) >> p.shift) << 32
+    }
+
+    /// Writes `v` bytes at `p`, leaving a cancelled flag that shares the
+    /// high word as it is.
+    #[inline(always)]
+    pub fn set_count_at_place(&mut self, p: CountPlace, v: u64) {
+        let (lo, hi) = (usize::from(p.lo), usize::from(p.hi));
+        // Open MPI's layout (no shift) has no flag to read first.
+        let flag = if p.shift == 0 { 0 } else { self.word32(hi) & 1 };
+        self.set_word32(lo, (v & 0xffff_ffff) as u32);
+        self.set_word32(hi, ((v >> 32) as u32) << p.shift | flag);
     }
 
     pub const fn zeroed() -> Status {
@@ -342,5 +397,39 @@ impl Consts {
             info_null: INFO_NULL.get()?,
             errors_return: ERRORS_RETURN.get()?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_place_packs_and_reads_both_layouts() {
+        for c in [
+            CountAt::Wide(0),
+            CountAt::Wide(STATUS_SIZE - 8),
+            CountAt::Split(4, 0),
+            CountAt::Split(0, STATUS_SIZE - 4),
+        ] {
+            let p = c.place().unwrap();
+            assert_eq!(CountPlace::unpack(p.pack()), Some(p));
+            // Through the place as through the enum, the flag kept.
+            for v in [0, 1, 0x7fff_ffff, 0xffff_ffff, (1 << 41) + 3] {
+                let mut st = Status::zeroed();
+                if let CountAt::Split(_, hi) = c {
+                    st.set_word32(hi, 1);
+                }
+                st.set_count_at_place(p, v);
+                assert_eq!(st.count_in(c), Some(v));
+                assert_eq!(st.count_at_place(p), v);
+                if let CountAt::Split(_, hi) = c {
+                    assert_eq!(st.word32(hi) & 1, 1);
+                }
+            }
+        }
+        assert_eq!(CountPlace::unpack(0), None);
+        assert_eq!(CountAt::Wide(STATUS_SIZE - 4).place(), None);
+        assert_eq!(CountAt::Split(0, 2).place(), None);
     }
 }

@@ -684,8 +684,8 @@ pub(super) fn cancels_seen() -> bool {
 #[inline(always)]
 pub(super) unsafe fn status_bytes(st: &Status, byte: Datatype) -> usize {
     unsafe {
-        if let Some(n) = abi::count_at().and_then(|c| st.count_in(c)) {
-            return usize::try_from(n).unwrap_or(0);
+        if let Some(c) = abi::count_at() {
+            return usize::try_from(st.count_at_place(c)).unwrap_or(0);
         }
         let mut n: abi::Count = 0;
         PMPI_Get_elements_x(st, byte, &mut n);
@@ -699,9 +699,8 @@ pub(super) unsafe fn status_bytes(st: &Status, byte: Datatype) -> usize {
 pub(super) unsafe fn set_status_bytes(st: &mut Status, byte: Datatype, n: u64) {
     unsafe {
         if let Some(c) = abi::count_at() {
-            if st.set_count_in(c, n) {
-                return;
-            }
+            st.set_count_at_place(c, n);
+            return;
         }
         PMPI_Status_set_elements_x(st, byte, n as abi::Count);
     }
