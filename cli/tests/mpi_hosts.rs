@@ -6,10 +6,10 @@
 //!
 //! - integrity (`tests/progs/integrity.c`) natively, with `LOGGP_VT=on` and
 //!   with every knob set: the same checksum as the native run;
-//! - `L=+20us` realised on the on-node and the off-node pairs
+//! - `L=+50us` realised on the on-node and the off-node pairs
 //!   (`tests/progs/hosts.c`): the median half round trip *and* each one-way
 //!   time (read on the machine's one CLOCK_MONOTONIC, which the namespaces
-//!   share) 15 to 26 us above the same job with virtual time at zero. A
+//!   share) 35 to 72 us above the same job with virtual time at zero. A
 //!   one-way time sees what a round trip hides: a clock offset adds to one
 //!   direction what it takes from the other;
 //! - the same with `LOGGP_TEST_CLOCK=+3ms,0ppm` on `loggp-h1` only (its
@@ -18,8 +18,8 @@
 //!   `loggp-h1`, ping-pongs spread over 4 s; in the last tenth of the run
 //!   (over 3.6 s in, 720 us of drift uncorrected) each one-way time with
 //!   `L=+20us` is 10 to 30 us above the same job at zero without drift;
-//! - `L=+20us@inter` and `@intra` (targeting, Open MPI at 2 × 2): the
-//!   selected class of pair gets the 20 us, the other stays within 5 us;
+//! - `L=+50us@inter` and `@intra` (targeting, Open MPI at 2 × 2): the
+//!   selected class of pair gets the 50 us, the other stays within 10 us;
 //! - a collective check at 4 ranks;
 //! - a host whose ranks have other `LOGGP_*` settings stops the job at
 //!   MPI_Init with one line naming it.
@@ -283,28 +283,39 @@ impl PairCheck<'_> {
     }
 }
 
-/// What `+20us` of L may read as added to a pair's half round trip and
+/// What `+50us` of L may read as added to a pair's half round trip and
 /// one-way times across the namespaces, the smaller of two jobs against
-/// the smaller of two at zero. Applied twice it reads ~40, not at all ~0.
+/// the smaller of two at zero. Applied twice it reads ~100, not at all ~0:
+/// the band is wide because the noise is the transit's, a few to ~13 us
+/// whatever L is, and it still parts both faults by more than 30 us.
 /// Each job learns its own transit at start-up, and across the namespaces
 /// a job's transit is bimodal (session 29: ~8.5 or ~12.2 us), so the
 /// zero's jobs can sit in the other mode than the transit the L jobs
-/// learned (the emulated one-way time is that transit + L): session 30's
-/// rehearsal read +23.9 and +23.6 at 2 x 2 (4 ranks on 2 cores; zero 9.0
-/// and 5.6 us), three attempts of three, where the bound was 17 to 23,
-/// and runs by hand +16.4 to +17.0 at 2 x 1 (zero 11.6-12.0 us, L jobs
-/// 28.5) and +24.3 at 2 x 2: the two modes 3.7 us apart, and 2 us more.
-const ADDED_20US: std::ops::RangeInclusive<f64> = 15.0..=26.0;
+/// learned (the emulated one-way time is that transit + L). At +20 us
+/// with bounds 15 to 26 this failed rehearsals: session 30's read +23.9
+/// and +23.6 at 2 x 2 where the bound was 17 to 23; in session 40's
+/// sitting the modes were ~10 us apart (half round trips at zero ~18.5 or
+/// 25-30 us by job, the slow mode holding for seconds across consecutive
+/// jobs), attempts read +9 to +33 us, and 1 run in 6 failed all three
+/// attempts with the build of the CI-green stop 46 as with the new; taking
+/// the least of four jobs instead of two did not cure it. Session 41 read
+/// at +50 us (Open MPI, single jobs): +44 to +54 (pair sharing a core,
+/// 2 x 2), +49 to +60 (off-node pair with cores of their own), +46 to +60
+/// (2 x 1); MPICH 2 x 1 +50 to +53. Three runs of the five tests then
+/// read +42.7 to +64.9, the highest on the off-node pair with cores of its
+/// own at 2 x 2, which reads 5 to 15 us above L in most jobs (not looked
+/// into; at +20 session 36 read +26.3 to +28.1 there).
+const ADDED_50US: std::ops::RangeInclusive<f64> = 35.0..=72.0;
 
-/// `L=+20us` on every pair of rank 0 (on-node and off-node), against
+/// `L=+50us` on every pair of rank 0 (on-node and off-node), against
 /// virtual time at zero in the same attempt; `h1_env` for loggp-h1's ranks.
 /// At 2 x 2 the off-node pair whose ranks have cores of their own is faster
 /// than the pair start-up measures for the class (which shares a core):
-/// held to the class's transit it read +25 us (the gate's per-source floor,
+/// held to the class's transit, +20 us of L read +25 us (the per-source floor,
 /// `RecvGate::reserve_for`, took that off).
 fn latency(mpi: Mpi, per: u32, h1_env: &str) {
     let what = format!(
-        "L=+20us across hosts, 2 x {per}, {}{}",
+        "L=+50us across hosts, 2 x {per}, {}{}",
         mpi.name(),
         if h1_env.is_empty() {
             String::new()
@@ -317,8 +328,8 @@ fn latency(mpi: Mpi, per: u32, h1_env: &str) {
         per,
         h1_env,
         base: &[("LOGGP_VT", "on")],
-        l: "+20us",
-        want: &|_| ADDED_20US,
+        l: "+50us",
+        want: &|_| ADDED_50US,
     }
     .run(&what);
 }
@@ -455,15 +466,16 @@ fn drift_while_running_mpich() {
 }
 
 /// Targeting by host (`loggp_core::target`): `L=+50us@inter` raises the
-/// off-node pairs of rank 0 by 40 to 62 us (median half round trip and
+/// off-node pairs of rank 0 by `ADDED_50US` (median half round trip and
 /// each one-way time, against virtual time at zero) and leaves its
 /// on-node pair within 10 us; `@intra` the other way round. 2 x 2.
 /// L is 50 us, not 20, so that the bounds leave room for this bed's noise
 /// and still part a knob applied where it should not be, not at all or
-/// twice (+50, 0, +100): at +20 with bounds 15..26 and ±5 (`ADDED_20US`)
-/// the 4 ranks on 2 cores read +26.3 to +28.1 us and -5.4 / +6.3 us in
-/// session 36's runs, and failed a rehearsal; the noise is the transit's,
-/// of a few µs whatever L is (see `ADDED_20US`).
+/// twice (+50, 0, +100): at +20 with bounds 15..26 and ±5 the 4 ranks on
+/// 2 cores read +26.3 to +28.1 us and -5.4 / +6.3 us in session 36's
+/// runs, and failed a rehearsal; the noise is the transit's, of a few µs
+/// whatever L is (see `ADDED_50US`). Its band was 40 to 62 until session
+/// 41 gave every +50 us check the one band.
 fn targeted_by_host(mpi: Mpi, sel: &str) {
     let value = format!("+50us@{sel}");
     let intra = sel == "intra";
@@ -475,7 +487,7 @@ fn targeted_by_host(mpi: Mpi, sel: &str) {
         l: &value,
         want: &|same| {
             if same == intra {
-                40.0..=62.0
+                ADDED_50US
             } else {
                 -10.0..=10.0
             }
