@@ -278,7 +278,7 @@ impl State {
 
     /// Enters a staged nonblocking send (its slot `s`) in the light lane,
     /// as `track_send` does a general one.
-    #[inline]
+    #[inline(always)]
     fn track_light_send(&mut self, k: usize, s: SlotRef, t: u64) {
         match self.reqs.track_light(k, s, t) {
             Some(lifecycle::Back::Light(s)) => self.slots.give(s),
