@@ -14,7 +14,8 @@
  *      report MPI_Test_cancelled true; an Isend whose request was freed
  *      with MPI_Request_free still delivers its data;
  *   4. MPI_PROC_NULL: sends and receives complete at once, the status says
- *      MPI_PROC_NULL / MPI_ANY_TAG / count 0;
+ *      MPI_PROC_NULL / MPI_ANY_TAG / count 0; Test and Wait on
+ *      MPI_REQUEST_NULL complete at once with an empty status;
  *   5. MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE are accepted everywhere;
  *   6. Sendrecv and Sendrecv_replace around a ring deliver the right data
  *      (and a Sendrecv of two small messages from any source, its status);
@@ -349,6 +350,24 @@ static void proc_null(void) {
    * MPI_PROC_NULL, so that status is not checked (Open MPI says PROC_NULL). */
   MPI_OK(MPI_Waitall(2, r, sts));
   CHECK(r[0] == MPI_REQUEST_NULL && r[1] == MPI_REQUEST_NULL, "PROC_NULL requests left active");
+  /* Test and Wait on MPI_REQUEST_NULL: complete at once with an empty
+   * status (MPI-4.0 section 3.7.3). */
+  for (int w = 0; w < 2; w++) {
+    memset(&st, 0x5A, sizeof st);
+    flag = 0;
+    if (w) {
+      MPI_OK(MPI_Wait(&r[0], &st));
+      flag = 1;
+    } else {
+      MPI_OK(MPI_Test(&r[0], &flag, &st));
+    }
+    c = -7;
+    MPI_Get_count(&st, MPI_BYTE, &c);
+    CHECK(flag && r[0] == MPI_REQUEST_NULL && st.MPI_SOURCE == MPI_ANY_SOURCE &&
+              st.MPI_TAG == MPI_ANY_TAG && c == 0,
+          "%s on MPI_REQUEST_NULL: flag %d, status (%d, %d, %d)", w ? "Wait" : "Test", flag,
+          st.MPI_SOURCE, st.MPI_TAG, c);
+  }
   MPI_OK(MPI_Probe(MPI_PROC_NULL, 5, MPI_COMM_WORLD, &st));
   CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "Probe of MPI_PROC_NULL: source %d", st.MPI_SOURCE);
   MPI_OK(MPI_Iprobe(MPI_PROC_NULL, 5, MPI_COMM_WORLD, &flag, &st));
