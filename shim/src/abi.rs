@@ -195,7 +195,11 @@ impl Status {
     /// Writes `v` bytes at `c`, leaving the cancelled flag as it is; false
     /// if `c` is not inside a status.
     pub fn set_count_in(&mut self, c: CountAt, v: u64) -> bool {
-        c.place().map(|p| self.set_count_at_place(p, v)).is_some()
+        let Some(p) = c.place() else {
+            return false;
+        };
+        self.set_count_at_place(p, v);
+        true
     }
 
     /// The count of bytes kept at `p`: the high word shifted right past
