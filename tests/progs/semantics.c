@@ -18,7 +18,8 @@
  *      MPI_REQUEST_NULL complete at once with an empty status;
  *   5. MPI_STATUS_IGNORE and MPI_STATUSES_IGNORE are accepted everywhere;
  *   6. Sendrecv and Sendrecv_replace around a ring deliver the right data
- *      (and a Sendrecv of two small messages from any source, its status);
+ *      (and a Sendrecv of two small messages, and of two of 3000 bytes, from
+ *      any source, its status);
  *      a Sendrecv into too small a receive returns MPI_ERR_TRUNCATE (1.);
  *   7. every send mode (Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend,
  *      Irsend, Bsend_init, Rsend_init) delivers, at 8 bytes and 70000 bytes;
@@ -59,15 +60,16 @@ static void check_st(MPI_Status *st, int src, int tag, int count, const char *wh
 static void truncation(void) {
   /* 12000 and 9000: a message up to the shim's staging threshold into a
    * smaller receive that lands staged or straight in the buffer by
-   * LOGGP_DIRECT_MIN; 12000 and 8000 into receives of the shim's slots.
+   * LOGGP_DIRECT_MIN; 12000 and 8000 into receives of the shim's slots;
+   * 12000 and 3000 (sent from a mid slot) into its mid slots.
    * (Open MPI 4.1 and 5.0 move a contiguous message above their eager
    * limit by a single-copy get that writes all of it past a smaller
    * receive buffer; under the shim that buffer was its own.) */
-  static const int sent[] = {100, 20000, 1 << 20, 12000, 9000, 12000, 8000};
-  static const int room[] = {50, 10000, 4096, 6000, 5000, 100, 64};
+  static const int sent[] = {100, 20000, 1 << 20, 12000, 9000, 12000, 8000, 12000, 3000};
+  static const int room[] = {50, 10000, 4096, 6000, 5000, 100, 64, 3000, 1000};
   unsigned char *b = malloc(1 << 20);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  for (int k = 0; k < 7; k++) {
+  for (int k = 0; k < 9; k++) {
     if (my_rank == 0) {
       fill(b, (size_t)sent[k], 0, 60 + k);
       MPI_OK(MPI_Send(b, sent[k], MPI_BYTE, 1, 60 + k, MPI_COMM_WORLD));
@@ -439,6 +441,16 @@ static void ring(int np) {
                       &st));
   check_st(&st, left, 420, 8, "Sendrecv of 8 bytes from any source");
   CHECK(verify(in, 8, left, 420) < 0, "Sendrecv of 8 bytes from any source: data differs");
+  /* Both halves in the shim's mid slots (3000 bytes into room for 4000),
+   * any source. */
+  fill(out, 3000, my_rank, 422);
+  memset(in, 0xEE, 4000);
+  MPI_OK(MPI_Sendrecv(out, 3000, MPI_BYTE, right, 422, in, 4000, MPI_BYTE, MPI_ANY_SOURCE, 422,
+                      MPI_COMM_WORLD, &st));
+  check_st(&st, left, 422, 3000, "Sendrecv of 3000 bytes from any source");
+  CHECK(verify(in, 3000, left, 422) < 0, "Sendrecv of 3000 bytes from any source: data differs");
+  for (int i = 3000; i < 4000; i++)
+    CHECK(in[i] == 0xEE, "Sendrecv of 3000 bytes into 4000 wrote byte %d", i);
   /* Empty messages (a Barrier's): status, count 0. */
   MPI_OK(MPI_Sendrecv(out, 0, MPI_BYTE, right, 421, in, 8, MPI_BYTE, MPI_ANY_SOURCE, 421,
                       MPI_COMM_WORLD, &st));

@@ -364,9 +364,7 @@ pub struct Engine {
     /// Length of `State::freed`: its whole cost while it is empty.
     freed_len: AtomicUsize,
     pub counters: Counters,
-    /// The largest message of the light lane (`slots`): `SLOT_PAYLOAD`, or
-    /// `LOGGP_INLINE_MAX` where that is smaller (larger ones are not
-    /// staged at all).
+    /// The largest message of the light lane (`slots`, `slot_max`).
     slot_max: usize,
     /// Receives of one contiguous block with at least this capacity (up
     /// to `LOGGP_INLINE_MAX`) land in the application's buffer through a
@@ -768,6 +766,11 @@ pub unsafe fn learn_status_count(byte: Datatype) {
 
 impl Engine {
     pub fn new(cfg: Config, c: Consts, rank: c_int, size: c_int, transit: Transit) -> Engine {
+        let direct_min = usize::try_from(
+            cfg.direct_min
+                .unwrap_or(loggp_core::config::direct_min_default(cfg!(ompi))),
+        )
+        .unwrap_or(usize::MAX);
         Engine {
             state: StateLock {
                 mutex: Mutex::new(()),
@@ -812,14 +815,8 @@ impl Engine {
             stash_len: AtomicUsize::new(0),
             stash_tags: AtomicU64::new(0),
             freed_len: AtomicUsize::new(0),
-            slot_max: usize::try_from(cfg.inline_max)
-                .unwrap_or(usize::MAX)
-                .min(SLOT_PAYLOAD),
-            direct_min: usize::try_from(
-                cfg.direct_min
-                    .unwrap_or(loggp_core::config::direct_min_default(cfg!(ompi))),
-            )
-            .unwrap_or(usize::MAX),
+            slot_max: slot_max(cfg.inline_max, direct_min),
+            direct_min,
             o_s_spin: cfg.o_s,
             o_r_spin: cfg.o_r,
             uses_seen: RecvGate::new(&cfg, transit).uses_seen(),

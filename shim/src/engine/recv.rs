@@ -226,12 +226,12 @@ impl Engine {
     /// on `comm`: header and payload land in it.
     #[inline(always)]
     fn slot_for_recv(&self, buf: *mut u8, cap: usize, comm: Comm) -> SlotRef {
-        let s = self.lock().slots.take();
+        let s = self.lock().slots.take(cap);
         // SAFETY: the slot was just taken for this receive.
         let slot = unsafe { s.slot() };
         slot.len = HDR + cap;
         slot.buf = buf;
-        // At most `slot_max`, itself at most `SLOT_PAYLOAD`.
+        // At most `slot_max`, itself at most `MID_PAYLOAD`.
         slot.cap = u32::try_from(cap).unwrap_or(u32::MAX);
         slot.comm = comm;
         slot.recv = true;

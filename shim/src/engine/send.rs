@@ -9,6 +9,9 @@ use super::*;
 /// fragment's own headers included), so that no single-copy get moves it.
 const OMPI_STAGED_MAX: u64 = 4096 - 64;
 
+// The light lane stages every send it takes (`slot_for_send`).
+const _: () = assert!((MID_PAYLOAD + HDR) as u64 <= OMPI_STAGED_MAX);
+
 /// Whether a message of `bytes` (and the header) may be sent as one
 /// contiguous block of the shim's own (`Engine::stages`): always but on
 /// Open MPI, there only up to `OMPI_STAGED_MAX`.
@@ -248,7 +251,7 @@ impl Engine {
     #[inline(always)]
     unsafe fn slot_for_send(&self, hdr: Header, buf: *const c_void, n: usize) -> SlotRef {
         unsafe {
-            let s = self.lock().slots.take();
+            let s = self.lock().slots.take(n);
             let p = s.ptr();
             // A payload that fits behind a compact header goes so (`COMPACT`).
             let at = if n <= COMPACT_MAX && hdr.compact(self.hosts) {
