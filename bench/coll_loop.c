@@ -4,8 +4,9 @@
  * With "i", each is MPI_Iallreduce + MPI_Wait (the shim's nonblocking
  * collectives: a job progressed from the Wait); with "b", an 8-byte
  * MPI_Bcast from rank 0; with "B", an MPI_Barrier; with "r", an 8-byte
- * MPI_Reduce to rank 0.
- *   coll_loop N [i|b|B|r] */
+ * MPI_Reduce to rank 0; with "x SIZE", an MPI_Sendrecv of SIZE bytes each
+ * way between ranks 0 and 1 (page-aligned buffers).
+ *   coll_loop N [i|b|B|r|x SIZE] */
 #include <mpi.h>
 #include <stdlib.h>
 
@@ -17,8 +18,18 @@ int main(int argc, char **argv) {
   double in = 1, out = 0;
   int rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int xsize = what == 'x' && argc > 3 ? atoi(argv[3]) : 0;
+  char *xs = NULL, *xr = NULL;
+  if (what == 'x' && (xsize < 0 || posix_memalign((void **)&xs, 4096, (size_t)xsize + 1) ||
+                      posix_memalign((void **)&xr, 4096, (size_t)xsize + 1)))
+    MPI_Abort(MPI_COMM_WORLD, 2);
   for (int i = 0; i < n; i++) {
-    if (what == 'p' || what == 'g') {
+    if (what == 'x') {
+      if (rank < 2)
+        MPI_Sendrecv(xs, xsize, MPI_BYTE, 1 - rank, 0, xr, xsize, MPI_BYTE, 1 - rank, 0,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      out = 2;
+    } else if (what == 'p' || what == 'g') {
       int k = what == 'g' ? 16 : 1;
       double v[16];
       if (rank == 0) {

@@ -6,7 +6,8 @@
 # Runs bench/coll_loop.c (back-to-back 8-byte Allreduces, np=2; with
 # NB=1, MPI_Iallreduce + MPI_Wait; with OP=b an 8-byte MPI_Bcast, with
 # OP=B an MPI_Barrier, with OP=r an 8-byte MPI_Reduce; OP=p and OP=g time
-# the probe path of calibrate's or_call and gr_burst, see coll_loop.c) through the shim
+# the probe path of calibrate's or_call and gr_burst, see coll_loop.c; with
+# OP=x SIZE=BYTES, an MPI_Sendrecv exchange of BYTES each way) through the shim
 # with LOGGP_VT=on plus the VAR=VALUE given, with 2000 and with 6000
 # calls; the difference, divided by the 4000 calls between them, leaves out
 # start-up and MPI_Finalize. Prints per Allreduce and rank: the shim's own
@@ -28,7 +29,7 @@ out=target/bench/instr-coll
 cg_init bench-instr-coll "$mpi" "$out"
 "mpicc.$mpi" -O2 -o "$out/coll_loop-$mpi" bench/coll_loop.c
 for n in 2000 6000; do
-  cg_run "$PWD/$out/cg.$n" shim "$@" -- "$out/coll_loop-$mpi" "$n" ${NB:+i} ${OP:-}
+  cg_run "$PWD/$out/cg.$n" shim "$@" -- "$out/coll_loop-$mpi" "$n" ${NB:+i} ${OP:-} ${OP:+${SIZE:-}}
 done
 what="8-byte MPI_Allreduce"
 [ -z "${NB:-}" ] || what="8-byte MPI_Iallreduce + MPI_Wait"
@@ -37,6 +38,7 @@ what="8-byte MPI_Allreduce"
 [ -n "${NB:-}" ] || [ "${OP:-}" != r ] || what="8-byte MPI_Reduce"
 [ -n "${NB:-}" ] || [ "${OP:-}" != p ] || what="MPI_Probe + MPI_Recv of one 8-byte message (rank 1; rank 0 Isends it)"
 [ -n "${NB:-}" ] || [ "${OP:-}" != g ] || what="MPI_Probe of the last of 16 8-byte messages, then 16 MPI_Recv (rank 1)"
+[ -n "${NB:-}" ] || [ "${OP:-}" != x ] || what="MPI_Sendrecv exchange of ${SIZE:-0} bytes each way"
 python3 - "$out" "$mpi" "$*" "$what" "${NB:+nb}${OP:-}" <<'PY'
 import collections, re, subprocess, sys
 out, mpi, extra, what, op = sys.argv[1:6]

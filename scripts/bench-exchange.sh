@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# MPI_Sendrecv exchanges between two ranks (bench/exchange.c) of each SIZE,
+# natively and through each shim build given with LOGGP_VT=on, ROUNDS
+# interleaved rounds (default 5); prints per size and build the median
+# [min..max] of the time per exchange (us), and of its per-round ratio to
+# native, its per-round excess over native (us) and its ratio to the first
+# build:
+#   scripts/bench-exchange.sh openmpi|mpich LABEL=DIR [LABEL=DIR ...] -- SIZE...
+# DIR holds libloggp-MPI.so (a checkout's target/release). Example, the
+# light lane's mid slots against the build before them:
+#   scripts/bench-exchange.sh mpich base=/tmp/base new=target/release -- 8 512 2048 3900 4096
+# One MPI job at a time (flock /tmp/loggp-mpi.lock).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+usage() { echo "usage: bench-exchange.sh openmpi|mpich LABEL=DIR [...] -- SIZE..." >&2; exit 2; }
+[ $# -ge 3 ] || usage
+mpi=$1; shift
+case $mpi in openmpi | mpich) ;; *) echo "bench-exchange: MPI \"$mpi\" is not accepted: expected openmpi or mpich" >&2; exit 2 ;; esac
+builds=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do builds+=("$1"); shift; done
+[ $# -ge 2 ] || usage
+shift
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+out=target/bench; mkdir -p "$out"
+prog=$out/exchange-$mpi raw=$out/exchange-$mpi.txt
+: >"$raw"
+"mpicc.$mpi" -O2 -o "$prog" bench/exchange.c
+net=() bind=()
+[ "$mpi" = mpich ] && net=(-genv UCX_NET_DEVICES lo)
+[ "$mpi" = openmpi ] && bind=(--bind-to core)
+for round in $(seq 1 "${ROUNDS:-5}"); do
+  for spec in native= "${builds[@]}"; do
+    label=${spec%%=*} dir=${spec#*=}
+    [ "$label" != "$spec" ] || { echo "bench-exchange: \"$spec\" is not accepted: expected LABEL=DIR" >&2; exit 2; }
+    vars=()
+    if [ "$label" != native ]; then
+      lib=$(cd "$dir" && pwd)/libloggp-$mpi.so
+      [ -f "$lib" ] || { echo "bench-exchange: $lib missing" >&2; exit 1; }
+      if [ "$mpi" = openmpi ]; then vars=(-x "LD_PRELOAD=$lib" -x LOGGP_VT=on); else vars=(-genv LD_PRELOAD "$lib" -genv LOGGP_VT on); fi
+    fi
+    flock /tmp/loggp-mpi.lock timeout 300 "mpirun.$mpi" -np 2 "${bind[@]}" "${net[@]}" "${vars[@]}" "$prog" "$@" \
+      | while read -r size us; do echo "$round $label $size $us"; done >>"$raw"
+  done
+done
+python3 - "$raw" "$mpi" <<'PY'
+import collections, statistics as st, sys
+v = collections.defaultdict(dict)
+labels = []
+for line in open(sys.argv[1]):
+    r, label, size, us = line.split()
+    v[(int(size), label)][int(r)] = float(us)
+    if label not in labels:
+        labels.append(label)
+f = lambda xs: f"{st.median(xs):.3f} [{min(xs):.3f}..{max(xs):.3f}]"
+print(f"== {sys.argv[2]}: MPI_Sendrecv exchange, np=2; us per exchange, median [min..max] over rounds; ratios to native and time over native per round")
+for size in sorted({k[0] for k in v}):
+    nat = v[(size, "native")]
+    print(f"  {size} B")
+    for l in labels:
+        me = v[(size, l)]
+        rs = sorted(set(me) & set(nat))
+        line = f"    {l:10} {f([me[r] for r in rs])}"
+        if l != "native":
+            line += f"   /native {f([me[r] / nat[r] for r in rs])}   over native {f([me[r] - nat[r] for r in rs])} us"
+            first = v[(size, labels[1])]
+            if l != labels[1]:
+                line += f"   /{labels[1]} {f([me[r] / first[r] for r in rs if r in first])}"
+        print(line)
+PY
