@@ -10,7 +10,7 @@ use super::*;
 const OMPI_STAGED_MAX: u64 = 4096 - 64;
 
 // The light lane stages every send it takes (`slot_for_send`).
-const _: () = assert!((MID_PAYLOAD + HDR) as u64 <= OMPI_STAGED_MAX);
+const _: () = assert!(!cfg!(ompi) || (MID_PAYLOAD + HDR) as u64 <= OMPI_STAGED_MAX);
 
 /// Whether a message of `bytes` (and the header) may be sent as one
 /// contiguous block of the shim's own (`Engine::stages`): always but on

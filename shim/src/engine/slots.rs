@@ -19,15 +19,22 @@ pub(super) const SLOT_PAYLOAD: usize = 250;
 /// 4000 bytes took the general path, whose request table, pooled stage
 /// and completion cost ~1600 instructions more per Sendrecv than the
 /// light lane (2207 against 588 of the shim's own per exchange at 512 B
-/// and 2 KiB, Open MPI 4.1, callgrind; session 42). 4000: with the
-/// header, within what Open MPI moves by its eager protocol
+/// and 2 KiB, Open MPI 4.1, callgrind; session 42). On Open MPI 4000:
+/// with the header, within what it moves by its eager protocol
 /// (`OMPI_STAGED_MAX`, send.rs), as every staged send must be.
+#[cfg(ompi)]
 pub(super) const MID_PAYLOAD: usize = 4000;
+/// On MPICH, which the shim stages up to `LOGGP_DIRECT_MIN` (16 KiB by
+/// default): up to that, less the header. An exchange of 8 KiB through
+/// the general path read 5.8 µs against 2.6 in a mid slot (native 1.6;
+/// `scripts/bench-exchange.sh`, MPICH 4.0, 6 rounds; session 42).
+#[cfg(not(ompi))]
+pub(super) const MID_PAYLOAD: usize = 16 * 1024 - HDR;
 
 /// Slots allocated at once (a chunk, never freed or moved).
 const CHUNK: usize = 64;
 
-/// Mid slots allocated at once (~64 KiB).
+/// Mid slots allocated at once (~64 KiB on Open MPI, ~260 KiB on MPICH).
 const MID_CHUNK: usize = 16;
 
 /// The record first and the stage right behind it, on a cache line of
@@ -354,7 +361,7 @@ mod tests {
 
     #[test]
     fn slot_max_keeps_inline_max_and_direct_min() {
-        assert_eq!(slot_max(16 * 1024, 4096), MID_PAYLOAD);
+        assert_eq!(slot_max(16 * 1024, 4096), MID_PAYLOAD.min(4095));
         assert_eq!(slot_max(16 * 1024, 16 * 1024), MID_PAYLOAD);
         assert_eq!(slot_max(16 * 1024, usize::MAX), MID_PAYLOAD);
         // A receive from LOGGP_DIRECT_MIN lands in the application's buffer.
