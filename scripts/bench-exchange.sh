@@ -9,6 +9,12 @@
 # DIR holds libloggp-MPI.so (a checkout's target/release). Example, the
 # light lane's mid slots against the build before them:
 #   scripts/bench-exchange.sh mpich base=/tmp/base new=target/release -- 8 512 2048 3900 4096
+# Each round also times, natively, the size each message has on the shim's
+# wire (`native@wire`: SIZE plus its 16-byte compact header up to 16 bytes,
+# plus the 32-byte header above; exact within the light lane, up to 4000
+# bytes on Open MPI and 16352 on MPICH), and each build's time over it:
+# what the library charges for the header's bytes (a message's size class
+# in its shared-memory transport) apart from the shim's own cost.
 # One MPI job at a time (flock /tmp/loggp-mpi.lock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +34,12 @@ prog=$out/exchange-$mpi raw=$out/exchange-$mpi.txt
 net=() bind=()
 [ "$mpi" = mpich ] && net=(-genv UCX_NET_DEVICES lo)
 [ "$mpi" = openmpi ] && bind=(--bind-to core)
+# The shim's wire size of each SIZE (engine/wire.rs: HDR 32, COMPACT 16,
+# COMPACT_MAX 16), and back.
+wire=() declare -A of_wire
+for s in "$@"; do
+  w=$((s <= 16 ? s + 16 : s + 32)); wire+=("$w"); of_wire[$w]=$s
+done
 for round in $(seq 1 "${ROUNDS:-5}"); do
   for spec in native= "${builds[@]}"; do
     label=${spec%%=*} dir=${spec#*=}
@@ -41,6 +53,8 @@ for round in $(seq 1 "${ROUNDS:-5}"); do
     flock /tmp/loggp-mpi.lock timeout 300 "mpirun.$mpi" -np 2 "${bind[@]}" "${net[@]}" "${vars[@]}" "$prog" "$@" \
       | while read -r size us; do echo "$round $label $size $us"; done >>"$raw"
   done
+  flock /tmp/loggp-mpi.lock timeout 300 "mpirun.$mpi" -np 2 "${bind[@]}" "${net[@]}" "$prog" "${wire[@]}" \
+    | while read -r w us; do echo "$round native@wire ${of_wire[$w]} $us"; done >>"$raw"
 done
 python3 - "$raw" "$mpi" <<'PY'
 import collections, statistics as st, sys
@@ -52,7 +66,7 @@ for line in open(sys.argv[1]):
     if label not in labels:
         labels.append(label)
 f = lambda xs: f"{st.median(xs):.3f} [{min(xs):.3f}..{max(xs):.3f}]"
-print(f"== {sys.argv[2]}: MPI_Sendrecv exchange, np=2; us per exchange, median [min..max] over rounds; ratios to native and time over native per round")
+print(f"== {sys.argv[2]}: MPI_Sendrecv exchange, np=2; us per exchange, median [min..max] over rounds; ratios to native, time over native and over native@wire (the shim's wire size, natively) per round")
 for size in sorted({k[0] for k in v}):
     nat = v[(size, "native")]
     print(f"  {size} B")
@@ -60,8 +74,12 @@ for size in sorted({k[0] for k in v}):
         me = v[(size, l)]
         rs = sorted(set(me) & set(nat))
         line = f"    {l:10} {f([me[r] for r in rs])}"
-        if l != "native":
+        if l not in ("native", "native@wire"):
             line += f"   /native {f([me[r] / nat[r] for r in rs])}   over native {f([me[r] - nat[r] for r in rs])} us"
+            wire = v[(size, "native@wire")]
+            rw = sorted(set(me) & set(wire))
+            if rw:
+                line += f"   over native@wire {f([me[r] - wire[r] for r in rw])} us"
             first = v[(size, labels[1])]
             if l != labels[1]:
                 line += f"   /{labels[1]} {f([me[r] / first[r] for r in rs if r in first])}"

@@ -225,7 +225,7 @@ impl Engine {
     /// A slot for a receive of at most `cap` bytes (`slot_max`) into `buf`
     /// on `comm`: header and payload land in it.
     #[inline(always)]
-    fn slot_for_recv(&self, buf: *mut u8, cap: usize, comm: Comm) -> SlotRef {
+    pub(super) fn slot_for_recv(&self, buf: *mut u8, cap: usize, comm: Comm) -> SlotRef {
         let s = self.lock().slots.take(cap);
         // SAFETY: the slot was just taken for this receive.
         let slot = unsafe { s.slot() };

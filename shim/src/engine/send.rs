@@ -249,7 +249,12 @@ impl Engine {
     /// `slot_max`), for a send (its emulated completion 0: the caller of a
     /// nonblocking send sets it).
     #[inline(always)]
-    unsafe fn slot_for_send(&self, hdr: Header, buf: *const c_void, n: usize) -> SlotRef {
+    pub(super) unsafe fn slot_for_send(
+        &self,
+        hdr: Header,
+        buf: *const c_void,
+        n: usize,
+    ) -> SlotRef {
         unsafe {
             let s = self.lock().slots.take(n);
             let p = s.ptr();
