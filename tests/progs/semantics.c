@@ -20,7 +20,8 @@
  *   6. Sendrecv and Sendrecv_replace around a ring deliver the right data
  *      (and a Sendrecv of two small messages, and of two of 3000 bytes, from
  *      any source, its status);
- *      a Sendrecv into too small a receive returns MPI_ERR_TRUNCATE (1.);
+ *      a Sendrecv into too small a receive returns MPI_ERR_TRUNCATE (1.),
+ *      one from a source that is no rank MPI_ERR_RANK, sending nothing;
  *   7. every send mode (Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend,
  *      Irsend, Bsend_init, Rsend_init) delivers, at 8 bytes and 70000 bytes;
  *      an Ssend (1 byte) and an Issend (20000 bytes) do not complete
@@ -122,6 +123,23 @@ static void truncation(void) {
                         &st));
     check_st(&st, peer, 81, 64, "Sendrecv after truncation");
     CHECK(verify(in, 64, peer, 81) < 0, "Sendrecv after truncation: data differs");
+    /* A small Sendrecv from a source that is no rank returns MPI_ERR_RANK
+     * and sends nothing (on MPICH the shim makes it one native Sendrecv,
+     * whose slots it must not reuse), and the next exchange is
+     * unaffected. */
+    int size, flag = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    rc = MPI_Sendrecv(b, 8, MPI_BYTE, peer, 82, in, 8, MPI_BYTE, size, 82, MPI_COMM_WORLD, &st);
+    cls = -1;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_RANK, "Sendrecv from source %d: return %d (class %d), expected class MPI_ERR_RANK",
+          size, rc, cls);
+    fill(b, 8, my_rank, 83);
+    MPI_OK(MPI_Sendrecv(b, 8, MPI_BYTE, peer, 83, in, 8, MPI_BYTE, peer, 83, MPI_COMM_WORLD, &st));
+    check_st(&st, peer, 83, 8, "Sendrecv after a failed one");
+    CHECK(verify(in, 8, peer, 83) < 0, "Sendrecv after a failed one: data differs");
+    MPI_OK(MPI_Iprobe(peer, 82, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+    CHECK(flag == 0, "a Sendrecv that failed (source %d) sent its message", size);
   }
   /* A persistent receive of 100 bytes gets 40000 (which the shim sends
    * split: its header alone, then the payload) and returns
