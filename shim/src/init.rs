@@ -396,6 +396,7 @@ pub unsafe fn after_init(cfg: Config) {
         }
         PMPI_Comm_dup(c.comm_self, &mut e.self_comm.0);
         e.progress_comm = SharedHandle(private);
+        e.tag_ub = tag_ub(&c);
         if payload != c.comm_null {
             e.payload_comm = SharedHandle(payload);
             e.payload_tags = tag_ub(&c);

@@ -21,7 +21,9 @@
  *      (and a Sendrecv of two small messages, and of two of 3000 bytes, from
  *      any source, its status);
  *      a Sendrecv into too small a receive returns MPI_ERR_TRUNCATE (1.),
- *      one from a source that is no rank MPI_ERR_RANK, sending nothing;
+ *      one from a source that is no rank MPI_ERR_RANK, sending nothing,
+ *      and one to a destination that is no rank MPI_ERR_RANK, leaving no
+ *      receive posted;
  *   7. every send mode (Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend,
  *      Irsend, Bsend_init, Rsend_init) delivers, at 8 bytes and 70000 bytes;
  *      an Ssend (1 byte) and an Issend (20000 bytes) do not complete
@@ -140,6 +142,26 @@ static void truncation(void) {
     CHECK(verify(in, 8, peer, 83) < 0, "Sendrecv after a failed one: data differs");
     MPI_OK(MPI_Iprobe(peer, 82, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
     CHECK(flag == 0, "a Sendrecv that failed (source %d) sent its message", size);
+    /* One to a destination that is no rank returns MPI_ERR_RANK and
+     * leaves no receive posted: the peer's next message on the tag it
+     * named goes to the next receive (small: the shim's light Sendrecv;
+     * 20000 bytes: its general path). */
+    for (int k = 0; k < 2; k++) {
+      int n = k == 0 ? 8 : 20000, tag = 84 + 2 * k;
+      unsigned char *got = b + 500000;
+      rc = MPI_Sendrecv(b, n, MPI_BYTE, size, tag + 1, got, n, MPI_BYTE, peer, tag,
+                        MPI_COMM_WORLD, &st);
+      cls = -1;
+      if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+      CHECK(cls == MPI_ERR_RANK,
+            "Sendrecv of %d bytes to destination %d: return %d (class %d), expected class MPI_ERR_RANK",
+            n, size, rc, cls);
+      fill(b, (size_t)n, my_rank, tag);
+      MPI_OK(MPI_Sendrecv(b, n, MPI_BYTE, peer, tag, got, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                          &st));
+      check_st(&st, peer, tag, n, "Sendrecv after one to no rank");
+      CHECK(verify(got, (size_t)n, peer, tag) < 0, "Sendrecv of %d bytes after one to no rank: data differs", n);
+    }
   }
   /* A persistent receive of 100 bytes gets 40000 (which the shim sends
    * split: its header alone, then the payload) and returns

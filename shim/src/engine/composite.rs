@@ -22,6 +22,25 @@ impl Engine {
     ) -> Result<[Request; 2], c_int> {
         unsafe {
             let mut reqs = [self.c.request_null; 2];
+            let post_send = |r: &mut Request| {
+                if dest == abi::PROC_NULL {
+                    PMPI_Isend(sbuf, scount, sdt, dest, stag, comm, r)
+                } else {
+                    self.isend(Mode::Standard, sbuf, scount, sdt, dest, stag, comm, r)
+                }
+            };
+            // A send half sure to fail goes first: its failure then leaves
+            // no receive posted to take a later message (natively MPI
+            // checks both halves before it posts either). Should MPI take
+            // it after all, the receive follows; the order of the halves
+            // is the shim's own.
+            let send_first = self.send_half_fails(dest, stag, comm);
+            if send_first {
+                let rc = post_send(&mut reqs[0]);
+                if !ok(rc) {
+                    return Err(rc);
+                }
+            }
             let rc = if src == abi::PROC_NULL {
                 PMPI_Irecv(rbuf, rcount, rdt, src, rtag, comm, &mut reqs[1])
             } else {
@@ -30,24 +49,43 @@ impl Engine {
             if !ok(rc) {
                 return Err(rc);
             }
-            let rc = if dest == abi::PROC_NULL {
-                PMPI_Isend(sbuf, scount, sdt, dest, stag, comm, &mut reqs[0])
-            } else {
-                self.isend(
-                    Mode::Standard,
-                    sbuf,
-                    scount,
-                    sdt,
-                    dest,
-                    stag,
-                    comm,
-                    &mut reqs[0],
-                )
-            };
-            if !ok(rc) {
-                return Err(rc);
+            if !send_first {
+                let rc = post_send(&mut reqs[0]);
+                if !ok(rc) {
+                    return Err(rc);
+                }
             }
             Ok(reqs)
+        }
+    }
+
+    /// Whether the send half of a Sendrecv to `dest` with tag `tag` on
+    /// `comm` is sure to fail MPI's checks: a tag outside 0..=MPI_TAG_UB,
+    /// or a destination that is neither MPI_PROC_NULL nor a rank of `comm`
+    /// (of its remote group, for an intercommunicator). Where it cannot
+    /// tell (the ranks of `comm` unknown), false. A half it takes wrongly
+    /// for failing is only posted first.
+    pub(super) unsafe fn send_half_fails(&self, dest: c_int, tag: c_int, comm: Comm) -> bool {
+        unsafe {
+            if u32::try_from(tag).map_or(true, |t| t > self.tag_ub) {
+                return true;
+            }
+            if dest == abi::PROC_NULL {
+                return false;
+            }
+            let Ok(d) = usize::try_from(dest) else {
+                return true;
+            };
+            if comm == self.c.comm_world {
+                return dest >= self.size;
+            }
+            let mut st = self.lock();
+            let n = st
+                .world_of
+                .entry(key(comm))
+                .or_insert_with(|| world_ranks(&self.c, comm))
+                .len();
+            n > 0 && d >= n
         }
     }
 
@@ -110,9 +148,9 @@ impl Engine {
     /// them cost ~230 of the ~770 instructions of one Sendrecv step at
     /// 8 B, `scripts/bench-instr-coll.sh`). Requests that MPI leaves
     /// incomplete or unknown (an error) are entered in the table as the
-    /// general path leaves them. `None`: not that case. On MPICH, where
-    /// no arrival is seen, both slots go by one native MPI_Sendrecv
-    /// instead (`sendrecv_one_call`).
+    /// general path leaves them. `None`: not that case. Where no arrival
+    /// is seen, both slots go by one native MPI_Sendrecv instead
+    /// (`sendrecv_one_call`).
     #[inline(always)]
     unsafe fn sendrecv_slots(
         &self,
@@ -143,13 +181,17 @@ impl Engine {
             }
             let rcap = small_contiguous(rdt, rcount, self.slot_max)?;
             let sn = small_contiguous(sdt, scount, self.slot_max)?;
-            #[cfg(mpich)]
             if !self.uses_seen {
                 return Some(
                     self.sendrecv_one_call(
                         sbuf, sn, dest, stag, rbuf, rcap, src, rtag, comm, status,
                     ),
                 );
+            }
+            // Where the arrival is seen, the general path posts a send half
+            // sure to fail first (`post_sendrecv`).
+            if self.send_half_fails(dest, stag, comm) {
+                return None;
             }
             let mut reqs = [self.c.request_null; 2];
             let rs = match self.post_recv_slot(rbuf.cast(), rcap, src, rtag, comm, &mut reqs[1]) {
@@ -224,15 +266,16 @@ impl Engine {
         }
     }
 
-    /// `sendrecv_slots` on MPICH where no arrival is seen (`uses_seen`):
-    /// the two slots go by one native MPI_Sendrecv, no request of ours.
-    /// MPICH's Sendrecv costs it less than its Irecv + Isend + Waitall (a
-    /// 24-byte exchange, the shim's 8-byte one with its compact header:
-    /// ~0.05 µs of ~0.5 natively, session 43); Open MPI's, a blocking send
-    /// inside, costs it a little more, so it keeps those. The halves are
-    /// then finished as `sendrecv_slots` finishes them: the send, then the
-    /// receive past its gate.
-    #[cfg(mpich)]
+    /// `sendrecv_slots` where no arrival is seen (`uses_seen`): the two
+    /// slots go by one native MPI_Sendrecv, no request of ours (the
+    /// shim's own instructions per 8-byte exchange ~620 → ~470 on both
+    /// MPIs, `OP=x SIZE=8 scripts/bench-instr-coll.sh`; natively MPICH's
+    /// Sendrecv also costs less than its Irecv + Isend + Waitall). And MPI
+    /// checks both halves' arguments before it posts either, as natively:
+    /// a send half that fails after its receive was posted left that
+    /// receive to take a later message. The halves are then finished as
+    /// `sendrecv_slots` finishes them: the send, then the receive past
+    /// its gate.
     #[inline(never)]
     unsafe fn sendrecv_one_call(
         &self,

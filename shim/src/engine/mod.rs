@@ -416,6 +416,9 @@ pub struct Engine {
     pub payload_comm: abi::SharedHandle,
     /// Tags of payloads: 1 ..= this (its MPI_TAG_UB).
     pub payload_tags: u32,
+    /// MPI_TAG_UB (of MPI_COMM_WORLD, as of every communicator). Set at
+    /// MPI_Init.
+    pub tag_ub: u32,
 }
 
 /// The MPI_COMM_WORLD rank of each rank of `comm` (of its remote group for
@@ -841,6 +844,7 @@ impl Engine {
             progress_comm: abi::SharedHandle(c.comm_null),
             payload_comm: abi::SharedHandle(c.comm_null),
             payload_tags: 32767,
+            tag_ub: 32767,
             cfg,
             c,
             rank,
