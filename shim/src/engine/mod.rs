@@ -964,10 +964,9 @@ impl Engine {
     /// Forgets what was learned of a communicator that is being freed (its
     /// handle may name another one next).
     pub fn forget_comm(&self, comm: Comm) {
-        // Targeting and split sends (`split_to`) both learn world ranks.
-        if self.send_targeted || self.payload_comm.0 != self.c.comm_null {
-            self.lock().world_of.remove(&key(comm));
-        }
+        // Targeting, split sends (`split_to`) and a Sendrecv's check of
+        // its send half (`send_half_fails`) learn world ranks.
+        self.lock().world_of.remove(&key(comm));
     }
 
     /// Passes emulated time until `t`: CPU time (o_s, o_r: `busy`) or a
