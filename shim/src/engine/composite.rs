@@ -311,10 +311,9 @@ impl Engine {
                 &mut st,
             );
             if rc != abi::SUCCESS && !is_truncation(rc) {
-                // MPI does not say which half failed, nor whether its
-                // receive still writes the slot (MPICH frees the request of
-                // a receive posted before its send failed): both slots stay
-                // out of the free lists.
+                // MPI does not say which half failed, nor whether a receive
+                // it posted inside the call that failed may still write
+                // its slot: both slots stay out of the free lists.
                 return rc;
             }
             let want = !abi::status_ignored(status);
