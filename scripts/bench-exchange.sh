@@ -5,8 +5,10 @@
 # [min..max] of the time per exchange (us), and of its per-round ratio to
 # native, its per-round excess over native (us) and its ratio to the first
 # build:
-#   scripts/bench-exchange.sh openmpi|mpich LABEL=DIR [LABEL=DIR ...] -- SIZE...
-# DIR holds libloggp-MPI.so (a checkout's target/release). Example, the
+#   scripts/bench-exchange.sh openmpi|mpich LABEL=DIR[,VAR=VALUE...] [...] -- SIZE...
+# DIR holds libloggp-MPI.so (a checkout's target/release); VAR=VALUE pairs
+# go to that build's runs (a later LOGGP_VT replaces the default on),
+# e.g. nosplit=target/release,LOGGP_SPLIT=off. Example, the
 # light lane's mid slots against the build before them:
 #   scripts/bench-exchange.sh mpich base=/tmp/base new=target/release -- 8 512 2048 3900 4096
 # Each round also times, natively, the size each message has on the shim's
@@ -18,7 +20,7 @@
 # One MPI job at a time (flock /tmp/loggp-mpi.lock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { echo "usage: bench-exchange.sh openmpi|mpich LABEL=DIR [...] -- SIZE..." >&2; exit 2; }
+usage() { echo "usage: bench-exchange.sh openmpi|mpich LABEL=DIR[,VAR=VALUE...] [...] -- SIZE..." >&2; exit 2; }
 [ $# -ge 3 ] || usage
 mpi=$1; shift
 case $mpi in openmpi | mpich) ;; *) echo "bench-exchange: MPI \"$mpi\" is not accepted: expected openmpi or mpich" >&2; exit 2 ;; esac
@@ -36,19 +38,25 @@ net=() bind=()
 [ "$mpi" = openmpi ] && bind=(--bind-to core)
 # The shim's wire size of each SIZE (engine/wire.rs: HDR 32, COMPACT 16,
 # COMPACT_MAX 16), and back.
-wire=() declare -A of_wire
+wire=()
+declare -A of_wire
 for s in "$@"; do
   w=$((s <= 16 ? s + 16 : s + 32)); wire+=("$w"); of_wire[$w]=$s
 done
 for round in $(seq 1 "${ROUNDS:-5}"); do
   for spec in native= "${builds[@]}"; do
-    label=${spec%%=*} dir=${spec#*=}
-    [ "$label" != "$spec" ] || { echo "bench-exchange: \"$spec\" is not accepted: expected LABEL=DIR" >&2; exit 2; }
+    label=${spec%%=*} rest=${spec#*=}
+    [ "$label" != "$spec" ] || { echo "bench-exchange: \"$spec\" is not accepted: expected LABEL=DIR[,VAR=VALUE...]" >&2; exit 2; }
+    dir=${rest%%,*} more=()
+    if [ "$rest" != "$dir" ]; then IFS=, read -r -a more <<<"${rest#*,}"; fi
     vars=()
     if [ "$label" != native ]; then
       lib=$(cd "$dir" && pwd)/libloggp-$mpi.so
       [ -f "$lib" ] || { echo "bench-exchange: $lib missing" >&2; exit 1; }
-      if [ "$mpi" = openmpi ]; then vars=(-x "LD_PRELOAD=$lib" -x LOGGP_VT=on); else vars=(-genv LD_PRELOAD "$lib" -genv LOGGP_VT on); fi
+      for kv in "LD_PRELOAD=$lib" LOGGP_VT=on "${more[@]}"; do
+        case $kv in *=*) ;; *) echo "bench-exchange: \"$kv\" in \"$spec\" is not accepted: expected VAR=VALUE" >&2; exit 2 ;; esac
+        if [ "$mpi" = openmpi ]; then vars+=(-x "$kv"); else vars+=(-genv "${kv%%=*}" "${kv#*=}"); fi
+      done
     fi
     flock /tmp/loggp-mpi.lock timeout 300 "mpirun.$mpi" -np 2 "${bind[@]}" "${net[@]}" "${vars[@]}" "$prog" "$@" \
       | while read -r size us; do echo "$round $label $size $us"; done >>"$raw"

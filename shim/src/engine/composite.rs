@@ -79,12 +79,7 @@ impl Engine {
             if comm == self.c.comm_world {
                 return dest >= self.size;
             }
-            let mut st = self.lock();
-            let n = st
-                .world_of
-                .entry(key(comm))
-                .or_insert_with(|| world_ranks(&self.c, comm))
-                .len();
+            let n = self.world_ranks_of(&mut self.lock(), comm).len();
             n > 0 && d >= n
         }
     }
@@ -220,13 +215,9 @@ impl Engine {
             };
             let keys = reqs;
             let mut sts = [Status::zeroed(); 2];
-            let (rc_native, absent) = if self.uses_seen {
-                self.waitall_seen(&mut reqs, &mut sts)
-            } else {
-                let rc = PMPI_Waitall(2, reqs.as_mut_ptr(), sts.as_mut_ptr());
-                (rc, Small::new(false, 0))
-            };
-            let came = if self.uses_seen { now() } else { NOT_WAITED };
+            // Here `uses_seen`: the one-call path above serves the rest.
+            let (rc_native, absent) = self.waitall_seen(&mut reqs, &mut sts);
+            let came = now();
             let in_status = rc_native == abi::ERR_IN_STATUS;
             let failed = rc_native != abi::SUCCESS && !in_status;
             let mut rc_all = rc_native;

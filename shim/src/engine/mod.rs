@@ -951,13 +951,19 @@ impl Engine {
             if comm == self.c.comm_world {
                 return u32::try_from(r).ok();
             }
-            let k = key(comm);
-            let ranks = st
-                .world_of
-                .entry(k)
-                .or_insert_with(|| world_ranks(&self.c, comm));
-            let w = *ranks.get(r)?;
+            let w = *self.world_ranks_of(st, comm).get(r)?;
             (w < u32::try_from(self.size).unwrap_or(0)).then_some(w)
+        }
+    }
+
+    /// The MPI_COMM_WORLD ranks of `comm`'s ranks (of its remote group
+    /// for an intercommunicator), learned once and kept in `st.world_of`
+    /// until `forget_comm`; empty where they cannot be learned.
+    pub(super) unsafe fn world_ranks_of<'s>(&self, st: &'s mut State, comm: Comm) -> &'s [u32] {
+        unsafe {
+            st.world_of
+                .entry(key(comm))
+                .or_insert_with(|| world_ranks(&self.c, comm))
         }
     }
 
