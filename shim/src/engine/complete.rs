@@ -601,7 +601,11 @@ impl Engine {
             // Complete in the order the emulated machine allows: repeatedly the
             // tracked request with the earliest ready time, untracked ones as
             // MPI completes them.
-            let mut done = vec![false; len];
+            // On the stack for a few requests (a Sendrecv's two, watched
+            // for a split payload: a calloc/free pair was ~275 of its
+            // instructions at 20000 bytes, `OP=x SIZE=20000
+            // scripts/bench-instr-coll.sh`).
+            let mut done = Small::<bool, 8>::new(false, len);
             let mut patience = Patience::new();
             loop {
                 let mut remaining = false;
