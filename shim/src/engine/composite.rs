@@ -136,7 +136,8 @@ impl Engine {
     /// MPI_Sendrecv of two small contiguous messages (each within
     /// `slot_max`), a step of the shim's collectives and of most halo
     /// exchanges: both halves staged in slots of the light lane as Irecv
-    /// and Isend stage them, completed by one native Waitall and finished
+    /// and Isend stage them. Where arrivals are seen (across hosts), they
+    /// are posted apart, completed by `waitall_seen` and finished
     /// as `waitall_native_first` finishes them (the send, then the
     /// receive, each past its gate), but outside the request table, since
     /// nothing but this call sees their requests (entering and taking
@@ -257,7 +258,7 @@ impl Engine {
         }
     }
 
-    /// `sendrecv_slots` where no arrival is seen (`uses_seen`): the two
+    /// `sendrecv_slots` where no arrival is seen (`uses_seen` false): the two
     /// slots go by one native MPI_Sendrecv, no request of ours (the
     /// shim's own instructions per 8-byte exchange ~620 → ~470 on both
     /// MPIs, `OP=x SIZE=8 scripts/bench-instr-coll.sh`; natively MPICH's
