@@ -14,7 +14,7 @@ use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -71,10 +71,28 @@ pub struct Outcome {
 
 /// Process group of the running job, for the signal handler (0: none).
 static JOB_PGID: AtomicI32 = AtomicI32::new(0);
+/// Whether `run` is starting a job whose group it has not yet published.
+static STARTING: AtomicBool = AtomicBool::new(false);
+/// The signal that came last (0: none).
+static PENDING: AtomicI32 = AtomicI32::new(0);
 
-/// Async-signal-safe: an atomic load, killpg(2), signal(2), raise(3).
+/// Async-signal-safe: atomics, killpg(2), signal(2), raise(3). A signal
+/// that comes while `run` starts a job (spawned, its group not yet in
+/// `JOB_PGID`) is left to `run`, which reads `PENDING` once it has
+/// published the group: else the job, already running, outlived loggp.
+/// Sequentially consistent order: either this handler sees the group or
+/// `run` sees the signal.
 extern "C" fn forward(sig: libc::c_int) {
-    let pg = JOB_PGID.load(Ordering::SeqCst);
+    PENDING.store(sig, Ordering::SeqCst);
+    if STARTING.load(Ordering::SeqCst) && JOB_PGID.load(Ordering::SeqCst) <= 0 {
+        return;
+    }
+    stop(JOB_PGID.load(Ordering::SeqCst), sig);
+}
+
+/// Takes the job's group down (if any), then this process by `sig`.
+/// Async-signal-safe.
+fn stop(pg: i32, sig: libc::c_int) {
     // SAFETY: all async-signal-safe calls with plain integers.
     unsafe {
         if pg > 0 {
@@ -82,6 +100,17 @@ extern "C" fn forward(sig: libc::c_int) {
         }
         libc::signal(sig, libc::SIG_DFL);
         libc::raise(sig);
+    }
+}
+
+/// After a job's start (`pgid` its group, 0 if it failed to start): ends
+/// the start, and acts on a signal that `forward` left to it.
+fn started(pgid: i32) {
+    JOB_PGID.store(pgid, Ordering::SeqCst);
+    STARTING.store(false, Ordering::SeqCst);
+    let sig = PENDING.load(Ordering::SeqCst);
+    if sig != 0 {
+        stop(pgid, sig);
     }
 }
 
@@ -164,9 +193,11 @@ pub fn run(mut cmd: Command, timeout: Duration, lock_path: Option<&Path>) -> Out
         .stderr(Stdio::piped())
         .process_group(0);
     let start = Instant::now();
+    STARTING.store(true, Ordering::SeqCst);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
+            started(0);
             let program = cmd.get_program().to_string_lossy().into_owned();
             return Outcome {
                 end: if e.kind() == std::io::ErrorKind::NotFound {
@@ -181,7 +212,7 @@ pub fn run(mut cmd: Command, timeout: Duration, lock_path: Option<&Path>) -> Out
         }
     };
     let pgid = i32::try_from(child.id()).unwrap_or(0);
-    JOB_PGID.store(pgid, Ordering::SeqCst);
+    started(pgid);
     let out_rx = reader(child.stdout.take().expect("piped"));
     let err_rx = reader(child.stderr.take().expect("piped"));
     let (done_tx, done_rx) = mpsc::channel();
