@@ -45,10 +45,7 @@ int main(int argc, char **argv) {
   char ack = 0;
   double t0 = 0;
   for (int i = -100; i < nw; i++) {
-    if (i == 0) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      t0 = now_us();
-    }
+    start_at_zero(i, &t0);
     if (rank == 0) {
       for (int j = 0; j < W; j++) MPI_Isend(buf + 8 * j, 8, MPI_BYTE, 1, 7, MPI_COMM_WORLD, &r[j]);
       complete(each, r, st);

@@ -38,9 +38,7 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   static const char *modes[] = {"direct", "staged", "rstruct", "sstruct", "both", "pingpong"};
-  int mode = -1;
-  for (int i = 0; argc >= 2 && i < 6; i++)
-    if (strcmp(argv[1], modes[i]) == 0) mode = i;
+  int mode = pick_mode(argc, argv, modes, 6);
   if (mode < 0) {
     if (rank == 0)
       fprintf(stderr, "usage: stage_bw direct|staged|rstruct|sstruct|both|pingpong [SIZE] [WINDOWS]\n");
@@ -90,10 +88,7 @@ int main(int argc, char **argv) {
   MPI_Request r[W];
   double t0 = 0;
   for (int i = -10; i < windows; i++) {
-    if (i == 0) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      t0 = now_us();
-    }
+    start_at_zero(i, &t0);
     for (int j = 0; j < W; j++) {
       char *p = buf + (size_t)j * n;
       if (how == 2) {

@@ -166,7 +166,7 @@ impl Engine {
                 comm: recv.comm,
             },
             None => Wire::Struct {
-                hdr: Box::new(*hdr),
+                hdr: HdrMem::own(*hdr),
                 // The request's own duplicate, freed with it.
                 into: Landing::Typed {
                     buf: recv.buf,

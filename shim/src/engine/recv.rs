@@ -85,6 +85,8 @@ impl Engine {
             // truncation, whose payload the completion receives, as a
             // staged receive's).
             let staged = inline.filter(|&cap| cap < self.direct_min);
+            // A struct datatype made with its header, and whether to free it.
+            let mut made = None;
             let wire = if let Some(cap) = staged {
                 let n = HDR + cap;
                 // Blocking receives reuse this thread's buffer; MPI writes it
@@ -113,8 +115,19 @@ impl Engine {
                     Ok(i) => i,
                     Err(rc) => return rc,
                 };
+                // One contiguous block: a kept header and datatype.
+                let hdr = match into {
+                    Landing::Bytes { buf, bytes } => match self.kept_struct(buf, bytes) {
+                        Ok((h, t, free)) => {
+                            made = Some((t, free));
+                            h
+                        }
+                        Err(rc) => return rc,
+                    },
+                    Landing::Typed { .. } => HdrMem::own(Header::default()),
+                };
                 Wire::Struct {
-                    hdr: Box::new(Header::default()),
+                    hdr,
                     into,
                     split: Split::Idle,
                     comm,
@@ -134,16 +147,21 @@ impl Engine {
                     };
                 }
                 Wire::Struct { hdr, .. } => {
-                    let mut t = match self.struct_type(&**hdr, buf, count, dt) {
-                        Ok(t) => t,
-                        Err(rc) => return rc,
+                    let (mut t, free) = match made {
+                        Some(m) => m,
+                        None => match self.struct_type(&**hdr, buf, count, dt) {
+                            Ok(t) => (t, true),
+                            Err(rc) => return rc,
+                        },
                     };
                     let p = abi::BOTTOM as *mut c_void;
                     rc = match req {
                         Some(r) => PMPI_Irecv(p, 1, t, src, tag, comm, r),
                         None => self.recv_blocking(p, 1, t, src, tag, comm, &mut st_local),
                     };
-                    PMPI_Type_free(&mut t);
+                    if free {
+                        PMPI_Type_free(&mut t);
+                    }
                 }
             }
             match req {

@@ -23,7 +23,7 @@ pub(super) enum Pending {
     /// Nonblocking send: keeps the staging buffer or header alive.
     Send {
         _keep: Option<Stage>,
-        _hdr: Option<Box<Header>>,
+        _hdr: Option<HdrMem>,
         /// A split send (`MAGIC_SPLIT`): the request is its payload's, and
         /// this the header's, which `_keep` holds; completed with it.
         header: Option<Request>,

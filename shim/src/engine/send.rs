@@ -228,11 +228,12 @@ impl Engine {
                     Err(rc) => rc,
                 }
             } else {
-                let h = Box::new(hdr);
-                match self.struct_type(&*h, buf, count, dt) {
-                    Ok(mut t) => {
+                match self.send_struct(hdr, buf, count, dt, size) {
+                    Ok((_h, mut t, free)) => {
                         let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm);
-                        PMPI_Type_free(&mut t);
+                        if free {
+                            PMPI_Type_free(&mut t);
+                        }
                         rc
                     }
                     Err(rc) => rc,
@@ -720,11 +721,12 @@ impl Engine {
                     Err(rc) => return rc,
                 }
             } else {
-                let h = Box::new(hdr);
-                match self.struct_type(&*h, buf, count, dt) {
-                    Ok(mut t) => {
+                match self.send_struct(hdr, buf, count, dt, size) {
+                    Ok((h, mut t, free)) => {
                         let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
-                        PMPI_Type_free(&mut t);
+                        if free {
+                            PMPI_Type_free(&mut t);
+                        }
                         (
                             rc,
                             Pending::Send {
