@@ -23,7 +23,10 @@
  *      a Sendrecv into too small a receive returns MPI_ERR_TRUNCATE (1.),
  *      one from a source that is no rank MPI_ERR_RANK, sending nothing,
  *      and one to a destination that is no rank MPI_ERR_RANK, leaving no
- *      receive posted;
+ *      receive posted; so does one whose send count is negative
+ *      (MPI_ERR_COUNT) or whose send datatype is MPI_DATATYPE_NULL
+ *      (MPI_ERR_TYPE), and a Send, Isend or Irecv MPI refuses so leaves
+ *      nothing sent or posted;
  *   7. every send mode (Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend,
  *      Irsend, Bsend_init, Rsend_init) delivers, at 8 bytes and 70000 bytes;
  *      an Ssend (1 byte) and an Issend (20000 bytes) do not complete
@@ -161,6 +164,40 @@ static void truncation(void) {
                           &st));
       check_st(&st, peer, tag, n, "Sendrecv after one to no rank");
       CHECK(verify(got, (size_t)n, peer, tag) < 0, "Sendrecv of %d bytes after one to no rank: data differs", n);
+    }
+    /* So does one whose send half MPI refuses for its count or datatype
+     * (the shim posts the receive first where it cannot tell, and must
+     * withdraw it); and a Send, Isend or Irecv MPI refuses must send or
+     * post nothing that a later call on its tag would meet. */
+    static const char *bad_call[] = {"Sendrecv with count -1", "Sendrecv with count -1",
+                                     "Sendrecv with MPI_DATATYPE_NULL",
+                                     "Sendrecv with MPI_DATATYPE_NULL", "Send with count -1",
+                                     "Isend with MPI_DATATYPE_NULL", "Irecv with count -1"};
+    for (int k = 0; k < 7; k++) {
+      int n = k % 2 == 0 ? 8 : 20000, tag = 60 + k;
+      int want = k == 2 || k == 3 || k == 5 ? MPI_ERR_TYPE : MPI_ERR_COUNT;
+      unsigned char *got = b + 500000;
+      MPI_Request rq = MPI_REQUEST_NULL;
+      if (k < 4)
+        rc = MPI_Sendrecv(b, k < 2 ? -1 : n, k < 2 ? MPI_BYTE : MPI_DATATYPE_NULL, peer, tag + 10,
+                          got, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st);
+      else if (k == 4)
+        rc = MPI_Send(b, -1, MPI_BYTE, peer, tag, MPI_COMM_WORLD);
+      else if (k == 5)
+        rc = MPI_Isend(b, n, MPI_DATATYPE_NULL, peer, tag, MPI_COMM_WORLD, &rq);
+      else
+        rc = MPI_Irecv(got, -1, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq);
+      cls = -1;
+      if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+      CHECK(cls == want, "%s (%d bytes): return %d (class %d), expected class %d", bad_call[k], n,
+            rc, cls, want);
+      CHECK(rq == MPI_REQUEST_NULL, "%s: a request was returned", bad_call[k]);
+      fill(b, (size_t)n, my_rank, tag);
+      MPI_OK(MPI_Sendrecv(b, n, MPI_BYTE, peer, tag, got, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                          &st));
+      check_st(&st, peer, tag, n, "Sendrecv after a call MPI refused");
+      CHECK(verify(got, (size_t)n, peer, tag) < 0, "Sendrecv of %d bytes after a %s: data differs",
+            n, bad_call[k]);
     }
   }
   /* A persistent receive of 100 bytes gets 40000 (which the shim sends

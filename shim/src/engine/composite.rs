@@ -52,6 +52,14 @@ impl Engine {
             if !send_first {
                 let rc = post_send(&mut reqs[0]);
                 if !ok(rc) {
+                    // A failure `send_half_fails` did not foresee (say, an
+                    // uncommitted datatype): the receive is withdrawn, so
+                    // that it takes no later message. Should it have
+                    // matched one already, the cancel fails and the
+                    // message is received here (MPI-4.0 §3.8.4).
+                    note_cancel();
+                    PMPI_Cancel(&mut reqs[1]);
+                    self.wait(&mut reqs[1], status_ignore());
                     return Err(rc);
                 }
             }
@@ -64,7 +72,8 @@ impl Engine {
     /// or a destination that is neither MPI_PROC_NULL nor a rank of `comm`
     /// (of its remote group, for an intercommunicator). Where it cannot
     /// tell (the ranks of `comm` unknown), false. A half it takes wrongly
-    /// for failing is only posted first.
+    /// for failing is only posted first. (A negative count or
+    /// MPI_DATATYPE_NULL never reaches the engine: `refuses`.)
     pub(super) unsafe fn send_half_fails(&self, dest: c_int, tag: c_int, comm: Comm) -> bool {
         unsafe {
             if u32::try_from(tag).map_or(true, |t| t > self.tag_ub) {

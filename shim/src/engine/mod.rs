@@ -557,6 +557,17 @@ pub fn deactivate() {
     ACTIVE.store(false, Ordering::Release);
 }
 
+/// Whether MPI is sure to refuse a buffer of `count` elements of `dt`:
+/// a negative count (MPI_ERR_COUNT) or MPI_DATATYPE_NULL (MPI_ERR_TYPE).
+/// The entry points hand such a call to MPI unchanged, so that it fails
+/// as it would natively and posts nothing: through the engine it would
+/// travel as a header alone, and a Sendrecv's receive half would wait for
+/// a message that never comes. Only while virtual time is on.
+#[inline(always)]
+pub fn refuses(count: i64, dt: Datatype) -> bool {
+    count < 0 || dt == get().c.datatype_null
+}
+
 pub(super) fn status_ignore() -> *mut Status {
     std::ptr::null_mut::<Status>().wrapping_byte_add(abi::STATUS_IGNORE)
 }
@@ -675,9 +686,8 @@ pub(super) fn as_int(n: usize) -> c_int {
     c_int::try_from(n).unwrap_or(c_int::MAX)
 }
 
-/// Bytes a completed receive's status reports, at any size: MPI_Get_count
-/// says MPI_UNDEFINED above 2^31 - 1 (MPI-4.0 §3.2.5), the _x form does not.
-/// Whether the application has called MPI_Cancel: until it has, no
+/// Whether MPI_Cancel has been called (by the application, or by the shim
+/// withdrawing a receive of its own): until it has, no
 /// receive can have been cancelled, and completion need not ask.
 static CANCELS: AtomicBool = AtomicBool::new(false);
 
@@ -689,6 +699,8 @@ pub(super) fn cancels_seen() -> bool {
     CANCELS.load(Ordering::Relaxed)
 }
 
+/// Bytes a completed receive's status reports, at any size: MPI_Get_count
+/// says MPI_UNDEFINED above 2^31 - 1 (MPI-4.0 §3.2.5), the _x form does not.
 #[inline(always)]
 pub(super) unsafe fn status_bytes(st: &Status, byte: Datatype) -> usize {
     unsafe {
