@@ -59,7 +59,7 @@ mpi_fn!(MPI_Buffer_detach / PMPI_Buffer_detach (buf: *mut c_void, size: *mut c_i
 macro_rules! blocking_send {
     ($name:ident / $pname:ident, $real:ident, $mode:expr) => {
         mpi_fn!($name / $pname (buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm) {
-            if !active() || dest == abi::PROC_NULL || engine::refuses(count.into(), dt) {
+            if !active() || dest == abi::PROC_NULL || engine::refuses_plain(count.into(), dt) {
                 return real::$real(buf, count, dt, dest, tag, comm);
             }
             engine::get().send($mode, buf, count, dt, dest, tag, comm)
@@ -74,7 +74,7 @@ blocking_send!(MPI_Rsend / PMPI_Rsend, PMPI_Rsend, Mode::Ready);
 macro_rules! nonblocking_send {
     ($name:ident / $pname:ident, $real:ident, $mode:expr) => {
         mpi_fn!($name / $pname (buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request) {
-            if !active() || dest == abi::PROC_NULL || engine::refuses(count.into(), dt) {
+            if !active() || dest == abi::PROC_NULL || engine::refuses_plain(count.into(), dt) {
                 return real::$real(buf, count, dt, dest, tag, comm, req);
             }
             engine::get().isend($mode, buf, count, dt, dest, tag, comm, req)
@@ -89,7 +89,7 @@ nonblocking_send!(MPI_Irsend / PMPI_Irsend, PMPI_Irsend, Mode::Ready);
 macro_rules! persistent_send {
     ($name:ident / $pname:ident, $real:ident, $mode:expr) => {
         mpi_fn!($name / $pname (buf: *const c_void, count: c_int, dt: Datatype, dest: c_int, tag: c_int, comm: Comm, req: *mut Request) {
-            if !active() || dest == abi::PROC_NULL || engine::refuses(count.into(), dt) {
+            if !active() || dest == abi::PROC_NULL || engine::refuses(buf, count.into(), dt) {
                 return real::$real(buf, count, dt, dest, tag, comm, req);
             }
             engine::get().send_init($mode, buf, count, dt, dest, tag, comm, req)
@@ -120,21 +120,21 @@ persistent_send!(
 // ----------------------------------------------------------------- receive
 
 mpi_fn!(MPI_Recv / PMPI_Recv (buf: *mut c_void, count: c_int, dt: Datatype, src: c_int, tag: c_int, comm: Comm, st: *mut Status) {
-    if !active() || src == abi::PROC_NULL || engine::refuses(count.into(), dt) {
+    if !active() || src == abi::PROC_NULL || engine::refuses_plain(count.into(), dt) {
         return real::PMPI_Recv(buf, count, dt, src, tag, comm, st);
     }
     engine::get().recv(buf, count, dt, src, tag, comm, None, st)
 });
 
 mpi_fn!(MPI_Irecv / PMPI_Irecv (buf: *mut c_void, count: c_int, dt: Datatype, src: c_int, tag: c_int, comm: Comm, req: *mut Request) {
-    if !active() || src == abi::PROC_NULL || engine::refuses(count.into(), dt) {
+    if !active() || src == abi::PROC_NULL || engine::refuses_plain(count.into(), dt) {
         return real::PMPI_Irecv(buf, count, dt, src, tag, comm, req);
     }
     engine::get().irecv(buf, count, dt, src, tag, comm, req)
 });
 
 mpi_fn!(MPI_Recv_init / PMPI_Recv_init (buf: *mut c_void, count: c_int, dt: Datatype, src: c_int, tag: c_int, comm: Comm, req: *mut Request) {
-    if !active() || src == abi::PROC_NULL || engine::refuses(count.into(), dt) {
+    if !active() || src == abi::PROC_NULL || engine::refuses_recv(buf, count.into(), dt) {
         return real::PMPI_Recv_init(buf, count, dt, src, tag, comm, req);
     }
     engine::get().recv_init(buf, count, dt, src, tag, comm, req)
@@ -143,8 +143,8 @@ mpi_fn!(MPI_Recv_init / PMPI_Recv_init (buf: *mut c_void, count: c_int, dt: Data
 mpi_fn!(MPI_Sendrecv / PMPI_Sendrecv (sbuf: *const c_void, scount: c_int, sdt: Datatype, dest: c_int, stag: c_int, rbuf: *mut c_void, rcount: c_int, rdt: Datatype, src: c_int, rtag: c_int, comm: Comm, st: *mut Status) {
     if !active()
         || (dest == abi::PROC_NULL && src == abi::PROC_NULL)
-        || engine::refuses(scount.into(), sdt)
-        || engine::refuses(rcount.into(), rdt)
+        || engine::refuses_plain(scount.into(), sdt)
+        || engine::refuses_plain(rcount.into(), rdt)
     {
         return real::PMPI_Sendrecv(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, st);
     }
@@ -154,7 +154,7 @@ mpi_fn!(MPI_Sendrecv / PMPI_Sendrecv (sbuf: *const c_void, scount: c_int, sdt: D
 mpi_fn!(MPI_Sendrecv_replace / PMPI_Sendrecv_replace (buf: *mut c_void, count: c_int, dt: Datatype, dest: c_int, stag: c_int, src: c_int, rtag: c_int, comm: Comm, st: *mut Status) {
     if !active()
         || (dest == abi::PROC_NULL && src == abi::PROC_NULL)
-        || engine::refuses(count.into(), dt)
+        || engine::refuses(buf, count.into(), dt)
     {
         return real::PMPI_Sendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, st);
     }
@@ -192,7 +192,7 @@ mpi_fn!(MPI_Improbe / PMPI_Improbe (src: c_int, tag: c_int, comm: Comm, flag: *m
 });
 
 mpi_fn!(MPI_Mrecv / PMPI_Mrecv (buf: *mut c_void, count: c_int, dt: Datatype, msg: *mut Message, st: *mut Status) {
-    if active() && !engine::refuses(count.into(), dt) {
+    if active() && !engine::refuses_recv(buf, count.into(), dt) {
         if let Some(rc) = engine::get().mrecv(buf, count, dt, msg, None, st) {
             return rc;
         }
@@ -201,7 +201,7 @@ mpi_fn!(MPI_Mrecv / PMPI_Mrecv (buf: *mut c_void, count: c_int, dt: Datatype, ms
 });
 
 mpi_fn!(MPI_Imrecv / PMPI_Imrecv (buf: *mut c_void, count: c_int, dt: Datatype, msg: *mut Message, req: *mut Request) {
-    if active() && !engine::refuses(count.into(), dt) {
+    if active() && !engine::refuses_recv(buf, count.into(), dt) {
         if let Some(rc) = engine::get().mrecv(buf, count, dt, msg, Some(req), std::ptr::null_mut()) {
             return rc;
         }

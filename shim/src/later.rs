@@ -26,8 +26,8 @@ mpi_fn!(MPI_Isendrecv / PMPI_Isendrecv (sbuf: *const c_void,
     rtag: c_int,
     comm: Comm,
     req: *mut Request,) {
-    if !active() || engine::refuses(scount.into(), sdt)
-        || engine::refuses(rcount.into(), rdt) {
+    if !active() || engine::refuses(sbuf, scount.into(), sdt)
+        || engine::refuses_recv(rbuf, rcount.into(), rdt) {
         return real::PMPI_Isendrecv(
             sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, req,
         );
@@ -46,7 +46,7 @@ mpi_fn!(MPI_Isendrecv_replace / PMPI_Isendrecv_replace (buf: *mut c_void,
     rtag: c_int,
     comm: Comm,
     req: *mut Request,) {
-    if !active() || engine::refuses(count.into(), dt) {
+    if !active() || engine::refuses(buf, count.into(), dt) {
         return real::PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req);
     }
     engine::get().isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req)

@@ -120,7 +120,7 @@ macro_rules! send_c {
             tag: c_int,
             comm: Comm,
         ) {
-            if !active() || dest == abi::PROC_NULL || engine::refuses(count, dt) {
+            if !active() || dest == abi::PROC_NULL || engine::refuses(buf, count, dt) {
                 return real::$real(buf, count, dt, dest, tag, comm);
             }
             with_int(count, dt, |n, t| engine::get().send($mode, buf, n, t, dest, tag, comm))
@@ -143,7 +143,7 @@ macro_rules! isend_c {
             comm: Comm,
             req: *mut Request,
         ) {
-            if !active() || dest == abi::PROC_NULL || engine::refuses(count, dt) {
+            if !active() || dest == abi::PROC_NULL || engine::refuses(buf, count, dt) {
                 return real::$real(buf, count, dt, dest, tag, comm, req);
             }
             with_int(count, dt, |n, t| engine::get().$method($mode, buf, n, t, dest, tag, comm, req))
@@ -176,7 +176,7 @@ mpi_fn!(MPI_Recv_c / PMPI_Recv_c (buf: *mut c_void,
     tag: c_int,
     comm: Comm,
     st: *mut Status,) {
-    if !active() || src == abi::PROC_NULL || engine::refuses(count, dt) {
+    if !active() || src == abi::PROC_NULL || engine::refuses_recv(buf, count, dt) {
         return real::PMPI_Recv_c(buf, count, dt, src, tag, comm, st);
     }
     with_int(count, dt, |n, t| engine::get().recv(buf, n, t, src, tag, comm, None, st))
@@ -189,7 +189,7 @@ mpi_fn!(MPI_Irecv_c / PMPI_Irecv_c (buf: *mut c_void,
     tag: c_int,
     comm: Comm,
     req: *mut Request,) {
-    if !active() || src == abi::PROC_NULL || engine::refuses(count, dt) {
+    if !active() || src == abi::PROC_NULL || engine::refuses_recv(buf, count, dt) {
         return real::PMPI_Irecv_c(buf, count, dt, src, tag, comm, req);
     }
     with_int(count, dt, |n, t| {
@@ -204,7 +204,7 @@ mpi_fn!(MPI_Recv_init_c / PMPI_Recv_init_c (buf: *mut c_void,
     tag: c_int,
     comm: Comm,
     req: *mut Request,) {
-    if !active() || src == abi::PROC_NULL || engine::refuses(count, dt) {
+    if !active() || src == abi::PROC_NULL || engine::refuses_recv(buf, count, dt) {
         return real::PMPI_Recv_init_c(buf, count, dt, src, tag, comm, req);
     }
     with_int(count, dt, |n, t| engine::get().recv_init(buf, n, t, src, tag, comm, req))
@@ -224,8 +224,8 @@ mpi_fn!(MPI_Sendrecv_c / PMPI_Sendrecv_c (sbuf: *const c_void,
     st: *mut Status,) {
     if !active()
         || (dest == abi::PROC_NULL && src == abi::PROC_NULL)
-        || engine::refuses(scount, sdt)
-        || engine::refuses(rcount, rdt)
+        || engine::refuses(sbuf, scount, sdt)
+        || engine::refuses_recv(rbuf, rcount, rdt)
     {
         return real::PMPI_Sendrecv_c(
             sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, st,
@@ -249,7 +249,7 @@ mpi_fn!(MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c (buf: *mut c_void,
     st: *mut Status,) {
     if !active()
         || (dest == abi::PROC_NULL && src == abi::PROC_NULL)
-        || engine::refuses(count, dt)
+        || engine::refuses(buf, count, dt)
     {
         return real::PMPI_Sendrecv_replace_c(buf, count, dt, dest, stag, src, rtag, comm, st);
     }
@@ -263,7 +263,7 @@ mpi_fn!(MPI_Mrecv_c / PMPI_Mrecv_c (buf: *mut c_void,
     dt: Datatype,
     msg: *mut Message,
     st: *mut Status,) {
-    if active() && !engine::refuses(count, dt) {
+    if active() && !engine::refuses_recv(buf, count, dt) {
         let (n, t, made) = match as_int(count, dt) {
             Ok(v) => v,
             Err(rc) => return rc,
@@ -282,7 +282,7 @@ mpi_fn!(MPI_Imrecv_c / PMPI_Imrecv_c (buf: *mut c_void,
     dt: Datatype,
     msg: *mut Message,
     req: *mut Request,) {
-    if active() && !engine::refuses(count, dt) {
+    if active() && !engine::refuses_recv(buf, count, dt) {
         let (n, t, made) = match as_int(count, dt) {
             Ok(v) => v,
             Err(rc) => return rc,
@@ -308,7 +308,7 @@ mpi_fn!(MPI_Isendrecv_c / PMPI_Isendrecv_c (sbuf: *const c_void,
     rtag: c_int,
     comm: Comm,
     req: *mut Request,) {
-    if !active() || engine::refuses(scount, sdt) || engine::refuses(rcount, rdt) {
+    if !active() || engine::refuses(sbuf, scount, sdt) || engine::refuses_recv(rbuf, rcount, rdt) {
         return real::PMPI_Isendrecv_c(
             sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, req,
         );
@@ -331,7 +331,7 @@ mpi_fn!(MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c (buf: *mut c_void,
     rtag: c_int,
     comm: Comm,
     req: *mut Request,) {
-    if !active() || engine::refuses(count, dt) {
+    if !active() || engine::refuses(buf, count, dt) {
         return real::PMPI_Isendrecv_replace_c(buf, count, dt, dest, stag, src, rtag, comm, req);
     }
     with_int(count, dt, |n, t| {

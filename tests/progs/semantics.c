@@ -26,7 +26,8 @@
  *      receive posted; so does one whose send count is negative
  *      (MPI_ERR_COUNT) or whose send datatype is MPI_DATATYPE_NULL
  *      (MPI_ERR_TYPE), and a Send, Isend or Irecv MPI refuses so leaves
- *      nothing sent or posted;
+ *      nothing sent or posted; so does an uncommitted derived datatype
+ *      on either side (MPI_ERR_TYPE), and in a Bcast or Allreduce;
  *   7. every send mode (Send, Ssend, Bsend, Rsend, Isend, Issend, Ibsend,
  *      Irsend, Bsend_init, Rsend_init) delivers, at 8 bytes and 70000 bytes;
  *      an Ssend (1 byte) and an Issend (20000 bytes) do not complete
@@ -199,6 +200,47 @@ static void truncation(void) {
       CHECK(verify(got, (size_t)n, peer, tag) < 0, "Sendrecv of %d bytes after a %s: data differs",
             n, bad_call[k]);
     }
+    /* So is an uncommitted derived datatype (MPI_ERR_TYPE), on either
+     * side, at 8 and 20000 bytes. Under virtual time the shim once staged
+     * such a send (Open MPI 4.1's MPI_Pack_size crashed on the type), and
+     * took a message for such a receive, then failed to unpack it: the
+     * message was lost and the next receive on its tag waited for ever. */
+    static const char *unc_call[] = {"Sendrecv with an uncommitted send type",
+                                     "Sendrecv with an uncommitted receive type",
+                                     "Send with an uncommitted type",
+                                     "Isend with an uncommitted type",
+                                     "Irecv with an uncommitted type"};
+    for (int k = 0; k < 10; k++) {
+      int n = k % 2 == 0 ? 8 : 20000, tag = 610 + k, c = k / 2;
+      unsigned char *got = b + 500000;
+      MPI_Datatype v; /* n bytes: every other int of 2n */
+      MPI_OK(MPI_Type_vector(n / 4, 1, 2, MPI_INT, &v));
+      MPI_Request rq = MPI_REQUEST_NULL;
+      if (c == 0)
+        rc = MPI_Sendrecv(b, 1, v, peer, tag + 20, got, n, MPI_BYTE, peer, tag + 20,
+                          MPI_COMM_WORLD, &st);
+      else if (c == 1)
+        rc = MPI_Sendrecv(b, n, MPI_BYTE, peer, tag + 20, got, 1, v, peer, tag + 20,
+                          MPI_COMM_WORLD, &st);
+      else if (c == 2)
+        rc = MPI_Send(b, 1, v, peer, tag, MPI_COMM_WORLD);
+      else if (c == 3)
+        rc = MPI_Isend(b, 1, v, peer, tag, MPI_COMM_WORLD, &rq);
+      else
+        rc = MPI_Irecv(got, 1, v, peer, tag, MPI_COMM_WORLD, &rq);
+      MPI_OK(MPI_Type_free(&v));
+      cls = -1;
+      if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+      CHECK(cls == MPI_ERR_TYPE, "%s (%d bytes): return %d (class %d), expected class %d",
+            unc_call[c], n, rc, cls, MPI_ERR_TYPE);
+      CHECK(rq == MPI_REQUEST_NULL, "%s: a request was returned", unc_call[c]);
+      fill(b, (size_t)n, my_rank, tag);
+      MPI_OK(MPI_Sendrecv(b, n, MPI_BYTE, peer, tag, got, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                          &st));
+      check_st(&st, peer, tag, n, "Sendrecv after a call MPI refused");
+      CHECK(verify(got, (size_t)n, peer, tag) < 0, "Sendrecv of %d bytes after a %s: data differs",
+            n, unc_call[c]);
+    }
   }
   /* A persistent receive of 100 bytes gets 40000 (which the shim sends
    * split: its header alone, then the payload) and returns
@@ -228,6 +270,29 @@ static void truncation(void) {
     check_st(&st, 0, 82, 64, "a persistent receive after its truncation");
     CHECK(verify(b, 64, 0, 83) < 0, "a persistent receive after its truncation: data differs");
     MPI_OK(MPI_Request_free(&pr));
+  }
+  /* A Bcast or Allreduce of an uncommitted datatype returns an error on
+   * every rank, and the next Bcast is unaffected. (Under virtual time the
+   * shim's Bcast once sent from the root, which MPI refused, while the
+   * other ranks waited for ever.) */
+  for (int k = 0; k < 4; k++) {
+    int n = k % 2 == 0 ? 8 : 20000, tag = 640 + k, cls = -1, rc;
+    MPI_Datatype v; /* n bytes: every other int of 2n */
+    MPI_OK(MPI_Type_vector(n / 4, 1, 2, MPI_INT, &v));
+    if (k < 2)
+      rc = MPI_Bcast(b, 1, v, 0, MPI_COMM_WORLD);
+    else
+      rc = MPI_Allreduce(b, b + 500000, 1, v, MPI_SUM, MPI_COMM_WORLD);
+    MPI_OK(MPI_Type_free(&v));
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+    /* (MPICH 4.0 refuses the Allreduce for its op first: MPI_ERR_OP.) */
+    CHECK(cls == MPI_ERR_TYPE || (k >= 2 && cls == MPI_ERR_OP),
+          "%s of %d bytes, uncommitted type: return %d (class %d), expected %d",
+          k < 2 ? "Bcast" : "Allreduce", n, rc, cls, MPI_ERR_TYPE);
+    if (my_rank == 0) fill(b, (size_t)n, 0, tag);
+    MPI_OK(MPI_Bcast(b, n, MPI_BYTE, 0, MPI_COMM_WORLD));
+    CHECK(verify(b, (size_t)n, 0, tag) < 0, "Bcast of %d bytes after one MPI refused: data differs",
+          n);
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
   free(b);

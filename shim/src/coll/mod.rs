@@ -739,6 +739,23 @@ unsafe fn invalid(comm: Comm, counts: &[c_int], root: Option<c_int>) -> bool {
     }
 }
 
+/// `invalid` for `n` elements of `dt` on every rank (Bcast, the
+/// reductions and scans): also a datatype MPI refuses (MPI_DATATYPE_NULL,
+/// or one not committed: `engine::refuses`), which a program passes alike
+/// on every rank. Through the shim's algorithms the ranks whose sends MPI
+/// refused would return the error while the others waited for ever (or
+/// Open MPI 4.1 crashed staging it).
+unsafe fn invalid_typed(comm: Comm, n: c_int, dt: Datatype, root: Option<c_int>) -> bool {
+    // What the datatype is checked with: nothing is read from it (a send
+    // to MPI_PROC_NULL), and it is not null, which MPICH would refuse
+    // (the application's buffer may be null where it is not significant).
+    static PROBE: u64 = 0;
+    unsafe {
+        invalid(comm, &[n], root)
+            || crate::engine::refuses(std::ptr::addr_of!(PROBE).cast(), n.into(), dt)
+    }
+}
+
 // ------------------------------------------------------------- exports
 
 mpi_fn!(MPI_Barrier / PMPI_Barrier (comm: Comm) {
@@ -756,7 +773,7 @@ mpi_fn!(MPI_Barrier / PMPI_Barrier (comm: Comm) {
 });
 
 mpi_fn!(MPI_Bcast / PMPI_Bcast (buf: *mut c_void, n: c_int, dt: Datatype, root: c_int, comm: Comm) {
-    if active() && !invalid(comm, &[n], Some(root)) {
+    if active() && !invalid_typed(comm, n, dt, Some(root)) {
         if let Some(rc) = run(Op::Bcast, "MPI_Bcast", comm, |c, ch| {
             if c.inter {
                 return nb::block_on(inter::bcast(c, buf, count(n), dt, root));
@@ -771,7 +788,7 @@ mpi_fn!(MPI_Bcast / PMPI_Bcast (buf: *mut c_void, n: c_int, dt: Datatype, root: 
 });
 
 mpi_fn!(MPI_Reduce / PMPI_Reduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, root: c_int, comm: Comm) {
-    if active() && !invalid(comm, &[n], Some(root)) {
+    if active() && !invalid_typed(comm, n, dt, Some(root)) {
         if let Some(rc) = run(Op::Reduce, "MPI_Reduce", comm, |c, ch| {
             if c.inter {
                 return nb::block_on(inter::reduce(c, sbuf, rbuf, count(n), dt, op, root));
@@ -786,7 +803,7 @@ mpi_fn!(MPI_Reduce / PMPI_Reduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_i
 });
 
 mpi_fn!(MPI_Allreduce / PMPI_Allreduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() && !invalid(comm, &[n], None) {
+    if active() && !invalid_typed(comm, n, dt, None) {
         if let Some(rc) = run(Op::Allreduce, "MPI_Allreduce", comm, |c, ch| {
             if c.inter {
                 return nb::block_on(inter::allreduce(c, sbuf, rbuf, count(n), dt, op));
@@ -944,7 +961,7 @@ mpi_fn!(MPI_Alltoallv / PMPI_Alltoallv (sbuf: *const c_void, scounts: *const c_i
 });
 
 mpi_fn!(MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() && !invalid(comm, &[n], None) {
+    if active() && !invalid_typed(comm, n, dt, None) {
         if let Some(rc) = run(Op::ReduceScatterBlock, "MPI_Reduce_scatter_block", comm, |c, _| {
             if c.inter {
                 return nb::block_on(inter::reduce_scatter_block(c, sbuf, rbuf, count(n), dt, op));
@@ -971,7 +988,7 @@ mpi_fn!(MPI_Reduce_scatter / PMPI_Reduce_scatter (sbuf: *const c_void, rbuf: *mu
 });
 
 mpi_fn!(MPI_Scan / PMPI_Scan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() && !invalid(comm, &[n], None) {
+    if active() && !invalid_typed(comm, n, dt, None) {
         if let Some(rc) = run(Op::Scan, "MPI_Scan", comm, |c, ch| {
             let ch = resolve(Op::Scan, ch, 0, c.p());
             nb::block_on(algo::scan(c, ch.alg, sbuf, rbuf, count(n), dt, op, false))
@@ -983,7 +1000,7 @@ mpi_fn!(MPI_Scan / PMPI_Scan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, 
 });
 
 mpi_fn!(MPI_Exscan / PMPI_Exscan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm) {
-    if active() && !invalid(comm, &[n], None) {
+    if active() && !invalid_typed(comm, n, dt, None) {
         if let Some(rc) = run(Op::Exscan, "MPI_Exscan", comm, |c, ch| {
             let ch = resolve(Op::Exscan, ch, 0, c.p());
             nb::block_on(algo::scan(c, ch.alg, sbuf, rbuf, count(n), dt, op, true))
@@ -1047,7 +1064,7 @@ mpi_fn!(MPI_Ibarrier / PMPI_Ibarrier (comm: Comm, req: *mut abi::Request) {
 });
 
 mpi_fn!(MPI_Ibcast / PMPI_Ibcast (buf: *mut c_void, n: c_int, dt: Datatype, root: c_int, comm: Comm, req: *mut abi::Request) {
-    if active() && !invalid(comm, &[n], Some(root)) {
+    if active() && !invalid_typed(comm, n, dt, Some(root)) {
         let bytes = bytes_of(n, dt);
         if let Some(rc) = start(Op::Bcast, "MPI_Ibcast", comm, req, move |c, ch| async move {
             if c.inter {
@@ -1063,7 +1080,7 @@ mpi_fn!(MPI_Ibcast / PMPI_Ibcast (buf: *mut c_void, n: c_int, dt: Datatype, root
 });
 
 mpi_fn!(MPI_Ireduce / PMPI_Ireduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, root: c_int, comm: Comm, req: *mut abi::Request) {
-    if active() && !invalid(comm, &[n], Some(root)) {
+    if active() && !invalid_typed(comm, n, dt, Some(root)) {
         let bytes = bytes_of(n, dt);
         if let Some(rc) = start(Op::Reduce, "MPI_Ireduce", comm, req, move |c, ch| async move {
             if c.inter {
@@ -1079,7 +1096,7 @@ mpi_fn!(MPI_Ireduce / PMPI_Ireduce (sbuf: *const c_void, rbuf: *mut c_void, n: c
 });
 
 mpi_fn!(MPI_Iallreduce / PMPI_Iallreduce (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm, req: *mut abi::Request) {
-    if active() && !invalid(comm, &[n], None) {
+    if active() && !invalid_typed(comm, n, dt, None) {
         let bytes = bytes_of(n, dt);
         if let Some(rc) = start(Op::Allreduce, "MPI_Iallreduce", comm, req, move |c, ch| async move {
             if c.inter {
@@ -1226,7 +1243,7 @@ mpi_fn!(MPI_Ialltoallv / PMPI_Ialltoallv (sbuf: *const c_void, scounts: *const c
 });
 
 mpi_fn!(MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm, req: *mut abi::Request) {
-    if active() && !invalid(comm, &[n], None) {
+    if active() && !invalid_typed(comm, n, dt, None) {
         if let Some(rc) = start(Op::ReduceScatterBlock, "MPI_Ireduce_scatter_block", comm, req, move |c, _| async move {
             if c.inter {
                 return inter::reduce_scatter_block(&c, sbuf, rbuf, count(n), dt, op).await;
@@ -1253,7 +1270,7 @@ mpi_fn!(MPI_Ireduce_scatter / PMPI_Ireduce_scatter (sbuf: *const c_void, rbuf: *
 });
 
 mpi_fn!(MPI_Iscan / PMPI_Iscan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm, req: *mut abi::Request) {
-    if active() && !invalid(comm, &[n], None) {
+    if active() && !invalid_typed(comm, n, dt, None) {
         if let Some(rc) = start(Op::Scan, "MPI_Iscan", comm, req, move |c, ch| async move {
             let ch = resolve(Op::Scan, ch, 0, c.p());
             algo::scan(&c, ch.alg, sbuf, rbuf, count(n), dt, op, false).await
@@ -1265,7 +1282,7 @@ mpi_fn!(MPI_Iscan / PMPI_Iscan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int
 });
 
 mpi_fn!(MPI_Iexscan / PMPI_Iexscan (sbuf: *const c_void, rbuf: *mut c_void, n: c_int, dt: Datatype, op: MpiOp, comm: Comm, req: *mut abi::Request) {
-    if active() && !invalid(comm, &[n], None) {
+    if active() && !invalid_typed(comm, n, dt, None) {
         if let Some(rc) = start(Op::Exscan, "MPI_Iexscan", comm, req, move |c, ch| async move {
             let ch = resolve(Op::Exscan, ch, 0, c.p());
             algo::scan(&c, ch.alg, sbuf, rbuf, count(n), dt, op, true).await

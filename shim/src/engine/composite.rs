@@ -127,6 +127,13 @@ impl Engine {
             ) {
                 return rc;
             }
+            if self.refuses_derived(sbuf, scount.into(), sdt, false)
+                || self.refuses_derived(rbuf, rcount.into(), rdt, true)
+            {
+                return PMPI_Sendrecv(
+                    sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, status,
+                );
+            }
             let mut reqs = match self.post_sendrecv(
                 sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm,
             ) {

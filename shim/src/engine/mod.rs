@@ -562,10 +562,28 @@ pub fn deactivate() {
 /// The entry points hand such a call to MPI unchanged, so that it fails
 /// as it would natively and posts nothing: through the engine it would
 /// travel as a header alone, and a Sendrecv's receive half would wait for
-/// a message that never comes. Only while virtual time is on.
+/// a message that never comes. Only while virtual time is on. A derived
+/// datatype MPI refuses (uncommitted) is `Engine::refuses_derived`'s,
+/// off the light lane (the calls of the light lane take predefined
+/// types), or `refuses`' for the entry points that have no light lane.
 #[inline(always)]
-pub fn refuses(count: i64, dt: Datatype) -> bool {
+pub fn refuses_plain(count: i64, dt: Datatype) -> bool {
     count < 0 || dt == get().c.datatype_null
+}
+
+/// `refuses_plain`, and a derived datatype MPI refuses to send from `buf`
+/// (`Engine::refuses_derived`).
+#[inline(always)]
+pub unsafe fn refuses(buf: *const c_void, count: i64, dt: Datatype) -> bool {
+    // SAFETY: `dt` is the application's datatype of this call.
+    refuses_plain(count, dt) || unsafe { get().refuses_derived(buf, count, dt, false) }
+}
+
+/// `refuses` for a receive into `buf`.
+#[inline(always)]
+pub unsafe fn refuses_recv(buf: *mut c_void, count: i64, dt: Datatype) -> bool {
+    // SAFETY: as for `refuses`.
+    refuses_plain(count, dt) || unsafe { get().refuses_derived(buf, count, dt, true) }
 }
 
 pub(super) fn status_ignore() -> *mut Status {
@@ -697,6 +715,64 @@ pub fn note_cancel() {
 
 pub(super) fn cancels_seen() -> bool {
     CANCELS.load(Ordering::Relaxed)
+}
+
+impl Engine {
+    /// Whether MPI refuses `count` elements of the derived datatype `dt`
+    /// at `buf` (sent, or received when `recv`), asked of MPI by the same
+    /// call to MPI_PROC_NULL on the shim's communicator that returns
+    /// errors: MPI checks the datatype (committed) and buffer as for any
+    /// destination, and moves nothing. One element for any positive count
+    /// (MPICH checks no datatype at count 0, and so neither does this).
+    /// ~6 ns natively on either MPI here (Open MPI 4.1, MPICH 4.0).
+    /// Whether `dt` is a derived datatype MPI refuses for `count`
+    /// elements at `buf` (sent, or received when `recv`; `derived_refused`).
+    /// An uncommitted one would reach calls that do not check it (Open MPI
+    /// 4.1's MPI_Pack_size crashed on one), or have a message taken for it
+    /// and then not unpacked (lost). The caller hands the call to MPI.
+    #[inline]
+    pub unsafe fn refuses_derived(
+        &self,
+        buf: *const c_void,
+        count: i64,
+        dt: Datatype,
+        recv: bool,
+    ) -> bool {
+        // SAFETY: `dt` is the application's datatype of this call.
+        unsafe { type_facts(dt) & NAMED == 0 && self.derived_refused(buf, count, dt, recv) }
+    }
+
+    #[inline(never)]
+    unsafe fn derived_refused(
+        &self,
+        buf: *const c_void,
+        count: i64,
+        dt: Datatype,
+        recv: bool,
+    ) -> bool {
+        let comm = self.payload_comm.0;
+        if comm == self.c.comm_null {
+            return false;
+        }
+        let n = c_int::from(count > 0);
+        // SAFETY: MPI_PROC_NULL: nothing is read from or written to `buf`.
+        let rc = unsafe {
+            if recv {
+                PMPI_Recv(
+                    buf.cast_mut(),
+                    n,
+                    dt,
+                    abi::PROC_NULL,
+                    0,
+                    comm,
+                    status_ignore(),
+                )
+            } else {
+                PMPI_Send(buf, n, dt, abi::PROC_NULL, 0, comm)
+            }
+        };
+        !ok(rc)
+    }
 }
 
 /// Bytes a completed receive's status reports, at any size: MPI_Get_count

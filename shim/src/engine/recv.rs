@@ -44,6 +44,12 @@ impl Engine {
         status: *mut Status,
     ) -> c_int {
         unsafe {
+            if self.refuses_derived(buf, count.into(), dt, true) {
+                return match req {
+                    Some(r) => PMPI_Irecv(buf, count, dt, src, tag, comm, r),
+                    None => PMPI_Recv(buf, count, dt, src, tag, comm, status),
+                };
+            }
             self.reap_freed();
             if req.is_none() && jobs::must_poll() {
                 // See `send`.

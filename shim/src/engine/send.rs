@@ -170,6 +170,15 @@ impl Engine {
         comm: Comm,
     ) -> c_int {
         unsafe {
+            if self.refuses_derived(buf, count.into(), dt, false) {
+                let real = match mode {
+                    Mode::Synchronous => PMPI_Ssend,
+                    Mode::Ready => PMPI_Rsend,
+                    Mode::Buffered => PMPI_Bsend,
+                    Mode::Standard => PMPI_Send,
+                };
+                return real(buf, count, dt, dest, tag, comm);
+            }
             if mode == Mode::Buffered {
                 return self.bsend(buf, count, dt, dest, tag, comm);
             }
@@ -663,6 +672,15 @@ impl Engine {
         req: *mut Request,
     ) -> c_int {
         unsafe {
+            if self.refuses_derived(buf, count.into(), dt, false) {
+                let real = match mode {
+                    Mode::Synchronous => PMPI_Issend,
+                    Mode::Ready => PMPI_Irsend,
+                    Mode::Buffered => PMPI_Ibsend,
+                    Mode::Standard => PMPI_Isend,
+                };
+                return real(buf, count, dt, dest, tag, comm, req);
+            }
             if mode == Mode::Buffered {
                 let rc = self.bsend(buf, count, dt, dest, tag, comm);
                 if !ok(rc) {
