@@ -752,7 +752,10 @@ unsafe fn invalid_typed(comm: Comm, n: c_int, dt: Datatype, root: Option<c_int>)
     static PROBE: u64 = 0;
     unsafe {
         invalid(comm, &[n], root)
-            || crate::engine::refuses(std::ptr::addr_of!(PROBE).cast(), n.into(), dt)
+            // Not where they are not significant: a rank of an
+            // intercommunicator's root group other than the root.
+            || (root != Some(abi::PROC_NULL)
+                && crate::engine::refuses(std::ptr::addr_of!(PROBE).cast(), n.into(), dt))
     }
 }
 
