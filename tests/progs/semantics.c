@@ -63,6 +63,25 @@ static void check_st(MPI_Status *st, int src, int tag, int count, const char *wh
         st->MPI_SOURCE, st->MPI_TAG, c, src, tag, count);
 }
 
+/* After a call of n bytes MPI refused (`what`, which returned rc and left
+ * rq): its error class is `want`, it returned no request, and a Sendrecv
+ * of n bytes with peer on tag (from b into got) brings the peer's data:
+ * the refused call sent nothing and left nothing posted. */
+static void refused(const char *what, int n, int rc, int want, MPI_Request rq, unsigned char *b,
+                    unsigned char *got, int peer, int tag) {
+  int cls = -1;
+  MPI_Status st;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+  CHECK(cls == want, "%s (%d bytes): return %d (class %d), expected class %d", what, n, rc, cls,
+        want);
+  CHECK(rq == MPI_REQUEST_NULL, "%s: a request was returned", what);
+  fill(b, (size_t)n, my_rank, tag);
+  MPI_OK(MPI_Sendrecv(b, n, MPI_BYTE, peer, tag, got, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &st));
+  check_st(&st, peer, tag, n, "Sendrecv after a call MPI refused");
+  CHECK(verify(got, (size_t)n, peer, tag) < 0, "Sendrecv of %d bytes after a %s: data differs", n,
+        what);
+}
+
 /* 1. Truncation. */
 static void truncation(void) {
   /* 12000 and 9000: a message up to the shim's staging threshold into a
@@ -188,17 +207,7 @@ static void truncation(void) {
         rc = MPI_Isend(b, n, MPI_DATATYPE_NULL, peer, tag, MPI_COMM_WORLD, &rq);
       else
         rc = MPI_Irecv(got, -1, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq);
-      cls = -1;
-      if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-      CHECK(cls == want, "%s (%d bytes): return %d (class %d), expected class %d", bad_call[k], n,
-            rc, cls, want);
-      CHECK(rq == MPI_REQUEST_NULL, "%s: a request was returned", bad_call[k]);
-      fill(b, (size_t)n, my_rank, tag);
-      MPI_OK(MPI_Sendrecv(b, n, MPI_BYTE, peer, tag, got, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                          &st));
-      check_st(&st, peer, tag, n, "Sendrecv after a call MPI refused");
-      CHECK(verify(got, (size_t)n, peer, tag) < 0, "Sendrecv of %d bytes after a %s: data differs",
-            n, bad_call[k]);
+      refused(bad_call[k], n, rc, want, rq, b, got, peer, tag);
     }
     /* So is an uncommitted derived datatype (MPI_ERR_TYPE), on either
      * side, at 8 and 20000 bytes. Under virtual time the shim once staged
@@ -229,17 +238,7 @@ static void truncation(void) {
       else
         rc = MPI_Irecv(got, 1, v, peer, tag, MPI_COMM_WORLD, &rq);
       MPI_OK(MPI_Type_free(&v));
-      cls = -1;
-      if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
-      CHECK(cls == MPI_ERR_TYPE, "%s (%d bytes): return %d (class %d), expected class %d",
-            unc_call[c], n, rc, cls, MPI_ERR_TYPE);
-      CHECK(rq == MPI_REQUEST_NULL, "%s: a request was returned", unc_call[c]);
-      fill(b, (size_t)n, my_rank, tag);
-      MPI_OK(MPI_Sendrecv(b, n, MPI_BYTE, peer, tag, got, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                          &st));
-      check_st(&st, peer, tag, n, "Sendrecv after a call MPI refused");
-      CHECK(verify(got, (size_t)n, peer, tag) < 0, "Sendrecv of %d bytes after a %s: data differs",
-            n, unc_call[c]);
+      refused(unc_call[c], n, rc, MPI_ERR_TYPE, rq, b, got, peer, tag);
     }
   }
   /* A persistent receive of 100 bytes gets 40000 (which the shim sends

@@ -755,7 +755,7 @@ unsafe fn invalid_typed(comm: Comm, n: c_int, dt: Datatype, root: Option<c_int>)
             // Not where they are not significant: a rank of an
             // intercommunicator's root group other than the root.
             || (root != Some(abi::PROC_NULL)
-                && crate::engine::refuses(std::ptr::addr_of!(PROBE).cast(), n.into(), dt))
+                && engine::refuses(std::ptr::addr_of!(PROBE).cast(), n.into(), dt))
     }
 }
 

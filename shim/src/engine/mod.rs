@@ -718,13 +718,6 @@ pub(super) fn cancels_seen() -> bool {
 }
 
 impl Engine {
-    /// Whether MPI refuses `count` elements of the derived datatype `dt`
-    /// at `buf` (sent, or received when `recv`), asked of MPI by the same
-    /// call to MPI_PROC_NULL on the shim's communicator that returns
-    /// errors: MPI checks the datatype (committed) and buffer as for any
-    /// destination, and moves nothing. One element for any positive count
-    /// (MPICH checks no datatype at count 0, and so neither does this).
-    /// ~6 ns natively on either MPI here (Open MPI 4.1, MPICH 4.0).
     /// Whether `dt` is a derived datatype MPI refuses for `count`
     /// elements at `buf` (sent, or received when `recv`; `derived_refused`).
     /// An uncommitted one would reach calls that do not check it (Open MPI
@@ -742,6 +735,13 @@ impl Engine {
         unsafe { type_facts(dt) & NAMED == 0 && self.derived_refused(buf, count, dt, recv) }
     }
 
+    /// Whether MPI refuses `count` elements of the derived datatype `dt`
+    /// at `buf` (sent, or received when `recv`), asked of MPI by the same
+    /// call to MPI_PROC_NULL on the shim's communicator that returns
+    /// errors: MPI checks the datatype (committed) and buffer as for any
+    /// destination, and moves nothing. One element for any positive count
+    /// (MPICH checks no datatype at count 0, and so neither does this).
+    /// ~6 ns natively on either MPI here (Open MPI 4.1, MPICH 4.0).
     #[inline(never)]
     unsafe fn derived_refused(
         &self,
