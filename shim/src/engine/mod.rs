@@ -394,6 +394,11 @@ pub struct Engine {
     /// nothing varied, one host. A departure is then `now` and nobody reads
     /// it (the receivers' gates are idle), so `depart` reads no clock.
     idle_send: bool,
+    /// This rank's compact headers carry its MPI_COMM_WORLD rank
+    /// (`Header::compact`), and their first word without the sequence
+    /// number (`wire::compact_head`).
+    compact_src: bool,
+    compact_head: u64,
     /// The sender only stamps its departures (`Config::sender_stamps_only`;
     /// not `idle_send`): `Engine::depart_stamp`.
     stamp_send: bool,
@@ -931,6 +936,8 @@ impl Engine {
                 || cfg.any_o_s()
                 || cfg.varied()),
             stamp_send: cfg.sender_stamps_only(),
+            compact_src: u32::try_from(rank).is_ok_and(|r| r <= COMPACT_MASK),
+            compact_head: compact_head(u32::try_from(rank).unwrap_or(0)),
             own_send_ns: 0,
             own_recv_ns: 0,
             to: Vec::new(),

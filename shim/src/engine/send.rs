@@ -299,8 +299,12 @@ impl Engine {
         comm: Comm,
     ) -> c_int {
         unsafe {
-            let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
-            let s = self.slot_for_send(hdr, buf, n);
+            let (complete_at, ready, s) = if self.idle_compact(n) {
+                (0, 0, self.slot_idle(buf, n))
+            } else {
+                let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
+                (dep.complete_at, dep.ready, self.slot_for_send(hdr, buf, n))
+            };
             let (p, len, t) = (s.ptr().cast(), as_int(s.slot().len), self.c.packed);
             let rc = match mode {
                 Mode::Synchronous => PMPI_Ssend(p, len, t, dest, tag, comm),
@@ -308,8 +312,8 @@ impl Engine {
                 _ => PMPI_Send(p, len, t, dest, tag, comm),
             };
             self.lock().slots.give(s);
-            if dep.complete_at > dep.ready {
-                self.hold_until(dep.complete_at);
+            if complete_at > ready {
+                self.hold_until(complete_at);
             }
             rc
         }
@@ -582,11 +586,87 @@ impl Engine {
         unsafe {
             if mode != Mode::Buffered {
                 if let Some(n) = small_contiguous(dt, count, self.slot_max) {
+                    if self.idle_compact(n) {
+                        return self.isend_idle(mode, buf, n, dest, tag, comm, req);
+                    }
                     let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
                     return self.isend_slot(mode, dep, hdr, buf, n, dest, tag, comm, req);
                 }
             }
             self.isend_general(mode, buf, count, dt, dest, tag, comm, req)
+        }
+    }
+
+    /// Whether a send of `n` contiguous bytes departs by `slot_idle`: an
+    /// idle sender (`idle_send`: its departure is 0 and nobody reads
+    /// it) and a message its compact header carries whole
+    /// (`Header::compact`: no L of its own, no lag, one host).
+    #[inline(always)]
+    fn idle_compact(&self, n: usize) -> bool {
+        self.idle_send && n <= COMPACT_MAX && self.compact_src
+    }
+
+    /// `depart` and `slot_for_send` of an idle sender (`idle_compact`) in
+    /// one borrow of the state: the slot holds `[compact header][n bytes
+    /// at buf]`, the header written from the rank and the sequence number
+    /// alone (what `Header::new` of a departure at 0 and
+    /// `write_compact_to` give).
+    #[inline(always)]
+    pub(super) unsafe fn slot_idle(&self, buf: *const c_void, n: usize) -> SlotRef {
+        unsafe {
+            let (s, seq) = {
+                let mut st = self.lock();
+                st.sends += 1;
+                st.bytes_sent += n as u64;
+                let seq = st.next_seq();
+                (st.slots.take(n), seq)
+            };
+            let p = s.ptr();
+            write_idle_compact(p, self.compact_head, seq);
+            copy_bytes(buf.cast(), p.add(COMPACT), n);
+            let slot = s.slot();
+            slot.len = COMPACT + n;
+            slot.recv = false;
+            slot.complete_at = 0;
+            s
+        }
+    }
+
+    /// `isend_slot` of an idle sender (`idle_compact`).
+    #[inline(always)]
+    unsafe fn isend_idle(
+        &self,
+        mode: Mode,
+        buf: *const c_void,
+        n: usize,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        unsafe {
+            let s = self.slot_idle(buf, n);
+            let real = match mode {
+                Mode::Synchronous => PMPI_Issend,
+                Mode::Ready => PMPI_Irsend,
+                _ => PMPI_Isend,
+            };
+            let rc = real(
+                s.ptr().cast(),
+                as_int(s.slot().len),
+                self.c.packed,
+                dest,
+                tag,
+                comm,
+                req,
+            );
+            let mut st = self.lock();
+            if ok(rc) {
+                st.track_light_send(key(*req), s, 0);
+            } else {
+                st.slots.give(s);
+            }
+            rc
         }
     }
 

@@ -34,7 +34,7 @@ pub(super) const COMPACT_INT: c_int = 16;
 const _: () = assert!(COMPACT_INT as usize == COMPACT && HDR_INT as usize == HDR);
 pub(super) const MAGIC_COMPACT: u16 = 0x502D; // "-P"
 /// Ranks and sequence numbers a compact header holds (24 bits).
-const COMPACT_MASK: u32 = 0x00FF_FFFF;
+pub(super) const COMPACT_MASK: u32 = 0x00FF_FFFF;
 
 /// The piggyback.
 #[repr(C)]
@@ -169,6 +169,26 @@ impl Header {
             p.cast::<u64>().write_unaligned(w);
             p.add(8).cast::<u64>().write_unaligned(self.d);
         }
+    }
+}
+
+/// The first word of the compact header of rank `src` (`COMPACT_MASK` at
+/// most) without its sequence number (`write_idle_compact`).
+pub(super) fn compact_head(src: u32) -> u64 {
+    u64::from(MAGIC_COMPACT) | u64::from(src) << 16
+}
+
+/// Writes at `p` the compact header of a departure at 0 (an idle sender,
+/// one host: the stamp of 0 is 0) of the sender whose `compact_head` is
+/// `head`, its `seq`th message: what `Header::new` and
+/// `Header::write_compact_to` write there, from three values.
+#[inline(always)]
+pub(super) unsafe fn write_idle_compact(p: *mut u8, head: u64, seq: u32) {
+    // SAFETY: callers pass a buffer of at least COMPACT bytes.
+    unsafe {
+        p.cast::<u64>()
+            .write_unaligned(head | u64::from(seq & COMPACT_MASK) << 40);
+        p.add(8).cast::<u64>().write_unaligned(0);
     }
 }
 
