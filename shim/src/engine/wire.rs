@@ -924,6 +924,29 @@ mod tests {
         assert_eq!(unsafe { hdr_len(b.as_ptr(), COMPACT - 1) }, HDR);
     }
 
+    /// An idle sender's header, written from rank and sequence number
+    /// alone (`write_idle_compact`), is byte for byte the compact header
+    /// of a departure at 0 (`Header::new`, `write_compact_to`), and reads
+    /// back as it (the sequence number's low 24 bits).
+    #[test]
+    fn idle_compact_is_a_departure_at_zero() {
+        let dep = loggp_core::Departure {
+            ready: 0,
+            d: 0,
+            complete_at: 0,
+        };
+        for (src, seq) in [(0, 0), (5, 7), (COMPACT_MASK, u32::MAX), (1, 0x0100_0001)] {
+            let h = Header::new(&dep, c_int::try_from(src).unwrap(), 0, seq);
+            assert!(h.compact(false), "rank {src}");
+            let (mut a, mut b) = ([0u8; COMPACT], [0u8; COMPACT]);
+            h.write_compact_to(a.as_mut_ptr());
+            unsafe { write_idle_compact(b.as_mut_ptr(), compact_head(src), seq) };
+            assert_eq!(a, b, "rank {src}, seq {seq}");
+            let r = Header::read_from(b.as_ptr());
+            assert_eq!((r.src(), r.seq, r.d), (src, seq & COMPACT_MASK, 0));
+        }
+    }
+
     /// The magic is a full header's first four bytes, as a receiver reads
     /// it (`landed_whole`), and the source rank the next four.
     #[test]
