@@ -24,6 +24,113 @@ fn one_block_is_safe(bytes: u64) -> bool {
 /// behind it, where it goes as a struct (`Engine::bsend`).
 const BSEND_GAP: usize = 64;
 
+impl Mode {
+    /// MPI's blocking send of this mode, of a message of the shim's own. A
+    /// buffered one's buffering is the shim's (`Engine::bsend`): its
+    /// message goes by the standard send. (Each call in line: as a
+    /// function pointer, `real`'s wrapper would be a call of its own.)
+    #[inline(always)]
+    unsafe fn send_own(
+        self,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> c_int {
+        unsafe {
+            match self {
+                Mode::Synchronous => PMPI_Ssend(buf, count, dt, dest, tag, comm),
+                Mode::Ready => PMPI_Rsend(buf, count, dt, dest, tag, comm),
+                Mode::Standard | Mode::Buffered => PMPI_Send(buf, count, dt, dest, tag, comm),
+            }
+        }
+    }
+
+    /// `send_own`'s nonblocking form.
+    #[inline(always)]
+    unsafe fn isend_own(
+        self,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        unsafe {
+            match self {
+                Mode::Synchronous => PMPI_Issend(buf, count, dt, dest, tag, comm, req),
+                Mode::Ready => PMPI_Irsend(buf, count, dt, dest, tag, comm, req),
+                Mode::Standard | Mode::Buffered => PMPI_Isend(buf, count, dt, dest, tag, comm, req),
+            }
+        }
+    }
+
+    /// `send_own`'s persistent form.
+    #[inline(always)]
+    unsafe fn send_init_own(
+        self,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        unsafe {
+            match self {
+                Mode::Synchronous => PMPI_Ssend_init(buf, count, dt, dest, tag, comm, req),
+                Mode::Ready => PMPI_Rsend_init(buf, count, dt, dest, tag, comm, req),
+                Mode::Standard | Mode::Buffered => {
+                    PMPI_Send_init(buf, count, dt, dest, tag, comm, req)
+                }
+            }
+        }
+    }
+
+    /// MPI's blocking send of this mode, buffered included: for a call
+    /// that goes to MPI unchanged.
+    unsafe fn send_native(
+        self,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> c_int {
+        unsafe {
+            match self {
+                Mode::Buffered => PMPI_Bsend(buf, count, dt, dest, tag, comm),
+                m => m.send_own(buf, count, dt, dest, tag, comm),
+            }
+        }
+    }
+
+    /// `send_native`'s nonblocking form.
+    unsafe fn isend_native(
+        self,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        unsafe {
+            match self {
+                Mode::Buffered => PMPI_Ibsend(buf, count, dt, dest, tag, comm, req),
+                m => m.isend_own(buf, count, dt, dest, tag, comm, req),
+            }
+        }
+    }
+}
+
 impl Engine {
     /// Spends o_s, takes a departure slot, waits if the send queue is full,
     /// and gives the header. `dest` is a rank of `comm`: with a targeted
@@ -171,13 +278,7 @@ impl Engine {
     ) -> c_int {
         unsafe {
             if self.refuses_derived(buf, count.into(), dt, false) {
-                let real = match mode {
-                    Mode::Synchronous => PMPI_Ssend,
-                    Mode::Ready => PMPI_Rsend,
-                    Mode::Buffered => PMPI_Bsend,
-                    Mode::Standard => PMPI_Send,
-                };
-                return real(buf, count, dt, dest, tag, comm);
+                return mode.send_native(buf, count, dt, dest, tag, comm);
             }
             if mode == Mode::Buffered {
                 return self.bsend(buf, count, dt, dest, tag, comm);
@@ -193,11 +294,6 @@ impl Engine {
                 return self.wait(&mut r, status_ignore());
             }
             // (Not small and contiguous: `send` took those.)
-            let real = match mode {
-                Mode::Synchronous => PMPI_Ssend,
-                Mode::Ready => PMPI_Rsend,
-                _ => PMPI_Send,
-            };
             let size = type_size(dt);
             let bytes = size * u64::try_from(count).unwrap_or(0);
             let (dep, hdr) = self.depart(bytes, dest, tag, comm);
@@ -207,7 +303,7 @@ impl Engine {
                 STAGE.with(|cell| {
                     let mut v = cell.take();
                     let rc = match self.stage_into(&mut v, size, hdr, buf, count, dt, comm) {
-                        Ok(()) => real(
+                        Ok(()) => mode.send_own(
                             v.as_ptr().cast(),
                             as_int(v.len()),
                             self.c.packed,
@@ -239,7 +335,7 @@ impl Engine {
             } else {
                 match self.send_struct(hdr, buf, count, dt, size) {
                     Ok((_h, mut t, free)) => {
-                        let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm);
+                        let rc = mode.send_own(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm);
                         if free {
                             PMPI_Type_free(&mut t);
                         }
@@ -299,21 +395,19 @@ impl Engine {
         comm: Comm,
     ) -> c_int {
         unsafe {
-            let (complete_at, ready, s) = if self.idle_compact(n) {
-                (0, 0, self.slot_idle(buf, n))
-            } else {
-                let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
-                (dep.complete_at, dep.ready, self.slot_for_send(hdr, buf, n))
-            };
-            let (p, len, t) = (s.ptr().cast(), as_int(s.slot().len), self.c.packed);
-            let rc = match mode {
-                Mode::Synchronous => PMPI_Ssend(p, len, t, dest, tag, comm),
-                Mode::Ready => PMPI_Rsend(p, len, t, dest, tag, comm),
-                _ => PMPI_Send(p, len, t, dest, tag, comm),
-            };
+            let t = self.c.packed;
+            if self.idle_compact(n) {
+                let s = self.slot_idle(buf, n);
+                let rc = mode.send_own(s.ptr().cast(), as_int(s.slot().len), t, dest, tag, comm);
+                self.lock().slots.give(s);
+                return rc;
+            }
+            let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
+            let s = self.slot_for_send(hdr, buf, n);
+            let rc = mode.send_own(s.ptr().cast(), as_int(s.slot().len), t, dest, tag, comm);
             self.lock().slots.give(s);
-            if complete_at > ready {
-                self.hold_until(complete_at);
+            if dep.complete_at > dep.ready {
+                self.hold_until(dep.complete_at);
             }
             rc
         }
@@ -405,13 +499,8 @@ impl Engine {
             v.clear();
             v.resize(HDR, 0);
             hdr.write_to(v.as_mut_ptr());
-            let real = match mode {
-                Mode::Synchronous => PMPI_Issend,
-                Mode::Ready => PMPI_Irsend,
-                _ => PMPI_Isend,
-            };
             let mut h = self.c.request_null;
-            let rc = real(
+            let rc = mode.isend_own(
                 v.as_ptr().cast(),
                 HDR_INT,
                 self.c.packed,
@@ -646,12 +735,7 @@ impl Engine {
     ) -> c_int {
         unsafe {
             let s = self.slot_idle(buf, n);
-            let real = match mode {
-                Mode::Synchronous => PMPI_Issend,
-                Mode::Ready => PMPI_Irsend,
-                _ => PMPI_Isend,
-            };
-            let rc = real(
+            let rc = mode.isend_own(
                 s.ptr().cast(),
                 as_int(s.slot().len),
                 self.c.packed,
@@ -716,12 +800,7 @@ impl Engine {
         unsafe {
             let s = self.slot_for_send(hdr, buf, n);
             s.slot().complete_at = dep.complete_at;
-            let real = match mode {
-                Mode::Synchronous => PMPI_Issend,
-                Mode::Ready => PMPI_Irsend,
-                _ => PMPI_Isend,
-            };
-            let rc = real(
+            let rc = mode.isend_own(
                 s.ptr().cast(),
                 as_int(s.slot().len),
                 self.c.packed,
@@ -753,13 +832,7 @@ impl Engine {
     ) -> c_int {
         unsafe {
             if self.refuses_derived(buf, count.into(), dt, false) {
-                let real = match mode {
-                    Mode::Synchronous => PMPI_Issend,
-                    Mode::Ready => PMPI_Irsend,
-                    Mode::Buffered => PMPI_Ibsend,
-                    Mode::Standard => PMPI_Isend,
-                };
-                return real(buf, count, dt, dest, tag, comm, req);
+                return mode.isend_native(buf, count, dt, dest, tag, comm, req);
             }
             if mode == Mode::Buffered {
                 let rc = self.bsend(buf, count, dt, dest, tag, comm);
@@ -779,11 +852,6 @@ impl Engine {
             let size = type_size(dt);
             let bytes = size * u64::try_from(count).unwrap_or(0);
             let (dep, hdr) = self.depart(bytes, dest, tag, comm);
-            let real = match mode {
-                Mode::Synchronous => PMPI_Issend,
-                Mode::Ready => PMPI_Irsend,
-                _ => PMPI_Isend,
-            };
             if bytes <= self.cfg.inline_max {
                 if let Some(n) = contiguous_bytes(dt, count, size).filter(|&n| n <= self.slot_max) {
                     // A derived type that is one contiguous block.
@@ -793,7 +861,7 @@ impl Engine {
             let (rc, pending) = if self.stages(bytes) {
                 match self.stage(size, hdr, buf, count, dt, comm) {
                     Ok(v) => {
-                        let rc = real(
+                        let rc = mode.isend_own(
                             v.as_ptr().cast(),
                             as_int(v.len()),
                             self.c.packed,
@@ -821,7 +889,15 @@ impl Engine {
             } else {
                 match self.send_struct(hdr, buf, count, dt, size) {
                     Ok((h, mut t, free)) => {
-                        let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
+                        let rc = mode.isend_own(
+                            abi::BOTTOM as *const c_void,
+                            1,
+                            t,
+                            dest,
+                            tag,
+                            comm,
+                            req,
+                        );
                         if free {
                             PMPI_Type_free(&mut t);
                         }
@@ -901,11 +977,6 @@ impl Engine {
                 && self.cfg.l_dist.is_fixed()
                 && !self.hosts
                 && h.compact(false);
-            let real = match mode {
-                Mode::Synchronous => PMPI_Ssend_init,
-                Mode::Ready => PMPI_Rsend_init,
-                _ => PMPI_Send_init,
-            };
             // A small contiguous payload: staged as a slot's send is (one
             // contiguous message; MPICH 4.0 sends an 8-byte struct
             // datatype ~500 ns slower), copied in at every Start.
@@ -921,7 +992,7 @@ impl Engine {
                     }
                 });
             let rc = if let Some(p) = &staged {
-                real(
+                mode.send_init_own(
                     p.buf.as_ptr().cast(),
                     as_int(p.buf.len()),
                     self.c.packed,
@@ -936,7 +1007,8 @@ impl Engine {
                     Ok(t) => t,
                     Err(rc) => return rc,
                 };
-                let rc = real(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
+                let rc =
+                    mode.send_init_own(abi::BOTTOM as *const c_void, 1, t, dest, tag, comm, req);
                 PMPI_Type_free(&mut t);
                 rc
             };
