@@ -300,9 +300,7 @@ impl Engine {
     ) -> c_int {
         unsafe {
             let rs = self.slot_for_recv(rbuf.cast(), rcap, comm);
-            let (dep, hdr) = self.depart(sn as u64, dest, stag, comm);
-            let ss = self.slot_for_send(hdr, sbuf, sn);
-            ss.slot().complete_at = dep.complete_at;
+            let ss = self.slot_to_send(sbuf, sn, dest, stag, comm);
             let mut st = Status::zeroed();
             let rc = PMPI_Sendrecv(
                 ss.ptr().cast(),

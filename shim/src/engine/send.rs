@@ -721,6 +721,29 @@ impl Engine {
         }
     }
 
+    /// A slot holding the send of `n` contiguous bytes at `buf` (at most
+    /// `slot_max`) to `dest`, departed (`slot_idle` for an idle sender,
+    /// else `depart` and `slot_for_send`), its emulated completion set.
+    #[inline(always)]
+    pub(super) unsafe fn slot_to_send(
+        &self,
+        buf: *const c_void,
+        n: usize,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+    ) -> SlotRef {
+        unsafe {
+            if self.idle_compact(n) {
+                return self.slot_idle(buf, n);
+            }
+            let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
+            let s = self.slot_for_send(hdr, buf, n);
+            s.slot().complete_at = dep.complete_at;
+            s
+        }
+    }
+
     /// `isend_slot` of an idle sender (`idle_compact`).
     #[inline(always)]
     unsafe fn isend_idle(
