@@ -352,12 +352,13 @@ impl Engine {
     }
 
     /// A slot holding the message `[hdr][n bytes at buf]` (`n` at most
-    /// `slot_max`), for a send (its emulated completion 0: the caller of a
-    /// nonblocking send sets it).
+    /// `slot_max`), for a send whose emulated completion is `complete_at`
+    /// (0 for a blocking send: nobody reads it).
     #[inline(always)]
     pub(super) unsafe fn slot_for_send(
         &self,
         hdr: Header,
+        complete_at: u64,
         buf: *const c_void,
         n: usize,
     ) -> SlotRef {
@@ -372,11 +373,7 @@ impl Engine {
                 hdr.write_to(p);
                 HDR
             };
-            copy_bytes(buf.cast(), p.add(at), n);
-            let slot = s.slot();
-            slot.len = at + n;
-            slot.recv = false;
-            slot.complete_at = 0;
+            fill_send_slot(&s, at, buf, n, complete_at);
             s
         }
     }
@@ -403,7 +400,7 @@ impl Engine {
                 return rc;
             }
             let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
-            let s = self.slot_for_send(hdr, buf, n);
+            let s = self.slot_for_send(hdr, 0, buf, n);
             let rc = mode.send_own(s.ptr().cast(), as_int(s.slot().len), t, dest, tag, comm);
             self.lock().slots.give(s);
             if dep.complete_at > dep.ready {
@@ -676,10 +673,12 @@ impl Engine {
             if mode != Mode::Buffered {
                 if let Some(n) = small_contiguous(dt, count, self.slot_max) {
                     if self.idle_compact(n) {
-                        return self.isend_idle(mode, buf, n, dest, tag, comm, req);
+                        let s = self.slot_idle(buf, n);
+                        return self.isend_slot(mode, s, 0, dest, tag, comm, req);
                     }
                     let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
-                    return self.isend_slot(mode, dep, hdr, buf, n, dest, tag, comm, req);
+                    let s = self.slot_for_send(hdr, dep.complete_at, buf, n);
+                    return self.isend_slot(mode, s, dep.ready, dest, tag, comm, req);
                 }
             }
             self.isend_general(mode, buf, count, dt, dest, tag, comm, req)
@@ -710,13 +709,8 @@ impl Engine {
                 let seq = st.next_seq();
                 (st.slots.take(n), seq)
             };
-            let p = s.ptr();
-            write_idle_compact(p, self.compact_head, seq);
-            copy_bytes(buf.cast(), p.add(COMPACT), n);
-            let slot = s.slot();
-            slot.len = COMPACT + n;
-            slot.recv = false;
-            slot.complete_at = 0;
+            write_idle_compact(s.ptr(), self.compact_head, seq);
+            fill_send_slot(&s, COMPACT, buf, n, 0);
             s
         }
     }
@@ -738,38 +732,47 @@ impl Engine {
                 return self.slot_idle(buf, n);
             }
             let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
-            let s = self.slot_for_send(hdr, buf, n);
-            s.slot().complete_at = dep.complete_at;
-            s
+            self.slot_for_send(hdr, dep.complete_at, buf, n)
         }
     }
 
-    /// `isend_slot` of an idle sender (`idle_compact`).
+    /// MPI's nonblocking send (by `mode`) of the message staged in `s`.
     #[inline(always)]
-    unsafe fn isend_idle(
+    unsafe fn isend_staged(
         &self,
         mode: Mode,
-        buf: *const c_void,
-        n: usize,
+        s: &SlotRef,
         dest: c_int,
         tag: c_int,
         comm: Comm,
         req: *mut Request,
     ) -> c_int {
         unsafe {
-            let s = self.slot_idle(buf, n);
-            let rc = mode.isend_own(
-                s.ptr().cast(),
-                as_int(s.slot().len),
-                self.c.packed,
-                dest,
-                tag,
-                comm,
-                req,
-            );
+            let len = as_int(s.slot().len);
+            mode.isend_own(s.ptr().cast(), len, self.c.packed, dest, tag, comm, req)
+        }
+    }
+
+    /// A nonblocking send of the message staged in `s` (a slot of the
+    /// light lane, which keeps it until completion), emulated ready at
+    /// `ready`: entered in the request table, or its slot given back where
+    /// MPI refused it.
+    #[inline(always)]
+    unsafe fn isend_slot(
+        &self,
+        mode: Mode,
+        s: SlotRef,
+        ready: u64,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> c_int {
+        unsafe {
+            let rc = self.isend_staged(mode, &s, dest, tag, comm, req);
             let mut st = self.lock();
             if ok(rc) {
-                st.track_light_send(key(*req), s, 0);
+                st.track_light_send(key(*req), s, ready);
             } else {
                 st.slots.give(s);
             }
@@ -777,36 +780,10 @@ impl Engine {
         }
     }
 
-    /// A nonblocking send of `n` contiguous bytes (at most `slot_max`)
-    /// staged in a slot of the light lane, which keeps it until
-    /// completion.
-    #[inline(always)]
-    unsafe fn isend_slot(
-        &self,
-        mode: Mode,
-        dep: loggp_core::Departure,
-        hdr: Header,
-        buf: *const c_void,
-        n: usize,
-        dest: c_int,
-        tag: c_int,
-        comm: Comm,
-        req: *mut Request,
-    ) -> c_int {
-        unsafe {
-            match self.post_send_slot(mode, &dep, hdr, buf, n, dest, tag, comm, req) {
-                Ok(s) => {
-                    self.lock().track_light_send(key(*req), s, dep.ready);
-                    abi::SUCCESS
-                }
-                Err(rc) => rc,
-            }
-        }
-    }
-
-    /// Posts `isend_slot`'s send, its request in `*req`, without entering
-    /// it in the request table (`sendrecv_slots` keeps it to itself): the
-    /// slot, or MPI's error with the slot given back.
+    /// Posts the nonblocking send of `n` contiguous bytes (at most
+    /// `slot_max`) departed as `dep`, its request in `*req`, without
+    /// entering it in the request table (`sendrecv_slots` keeps it to
+    /// itself): the slot, or MPI's error with the slot given back.
     #[inline(always)]
     pub(super) unsafe fn post_send_slot(
         &self,
@@ -821,17 +798,8 @@ impl Engine {
         req: *mut Request,
     ) -> Result<SlotRef, c_int> {
         unsafe {
-            let s = self.slot_for_send(hdr, buf, n);
-            s.slot().complete_at = dep.complete_at;
-            let rc = mode.isend_own(
-                s.ptr().cast(),
-                as_int(s.slot().len),
-                self.c.packed,
-                dest,
-                tag,
-                comm,
-                req,
-            );
+            let s = self.slot_for_send(hdr, dep.complete_at, buf, n);
+            let rc = self.isend_staged(mode, &s, dest, tag, comm, req);
             if ok(rc) {
                 Ok(s)
             } else {
@@ -878,7 +846,8 @@ impl Engine {
             if bytes <= self.cfg.inline_max {
                 if let Some(n) = contiguous_bytes(dt, count, size).filter(|&n| n <= self.slot_max) {
                     // A derived type that is one contiguous block.
-                    return self.isend_slot(mode, dep, hdr, buf, n, dest, tag, comm, req);
+                    let s = self.slot_for_send(hdr, dep.complete_at, buf, n);
+                    return self.isend_slot(mode, s, dep.ready, dest, tag, comm, req);
                 }
             }
             let (rc, pending) = if self.stages(bytes) {
@@ -1298,5 +1267,18 @@ impl Engine {
                 truncated,
             }))
         }
+    }
+}
+
+/// The tail of every staged send: `n` bytes at `buf` copied behind the
+/// header (`at` bytes) already in `s`, and the slot's fields set.
+#[inline(always)]
+unsafe fn fill_send_slot(s: &SlotRef, at: usize, buf: *const c_void, n: usize, complete_at: u64) {
+    unsafe {
+        copy_bytes(buf.cast(), s.ptr().add(at), n);
+        let slot = s.slot();
+        slot.len = at + n;
+        slot.recv = false;
+        slot.complete_at = complete_at;
     }
 }
