@@ -109,6 +109,60 @@ pub struct Config {
     pub o_s_dist: Dist,
     pub o_r_dist: Dist,
     pub seed: u64,
+    /// `LOGGP_ARM`: knobs (`ARM_L` ... `ARM_G`, or-ed) whose machinery
+    /// runs even at zero, as it runs at any value above zero: the
+    /// `any_*` predicates hold for them. A sweep's baseline and points
+    /// arm the swept knobs, so that the step from the baseline to a
+    /// knob's first value is the knob's alone, not the cost of the shim's
+    /// timed paths that every value above zero takes (the idle lanes
+    /// serve only knobs at zero).
+    pub armed: u8,
+}
+
+/// `LOGGP_ARM`'s knobs, with their names (those of `loggp sweep`).
+pub const ARM_L: u8 = 1;
+pub const ARM_O_S: u8 = 2;
+pub const ARM_O_R: u8 = 4;
+pub const ARM_G_S: u8 = 8;
+pub const ARM_G_R: u8 = 16;
+pub const ARM_G: u8 = 32;
+pub const ARM_NAMES: [(&str, u8); 6] = [
+    ("L", ARM_L),
+    ("o_s", ARM_O_S),
+    ("o_r", ARM_O_R),
+    ("g_s", ARM_G_S),
+    ("g_r", ARM_G_R),
+    ("G", ARM_G),
+];
+const ARM_ACCEPTED: &str =
+    "a comma-separated list of the knobs L, o_s, o_r, g_s, g_r, G (as loggp sweep names them), all, or none";
+
+/// `LOGGP_ARM`'s value: the knobs' bits.
+fn armed(var: &str, value: &str) -> Result<u8, ConfigError> {
+    match value.trim() {
+        "" | "none" => return Ok(0),
+        "all" => return Ok(ARM_NAMES.iter().fold(0, |a, &(_, b)| a | b)),
+        _ => {}
+    }
+    let mut bits = 0;
+    for item in value.split(',') {
+        let (_, b) = ARM_NAMES
+            .iter()
+            .find(|(n, _)| *n == item.trim())
+            .ok_or_else(|| err(var, value, ARM_ACCEPTED))?;
+        bits |= b;
+    }
+    Ok(bits)
+}
+
+/// The names of the knobs in `bits` (`LOGGP_ARM`), comma-separated.
+pub fn arm_text(bits: u8) -> String {
+    let names: Vec<&str> = ARM_NAMES
+        .iter()
+        .filter(|(_, b)| bits & b != 0)
+        .map(|(n, _)| *n)
+        .collect();
+    names.join(",")
 }
 
 impl Default for Config {
@@ -134,6 +188,7 @@ impl Default for Config {
             o_s_dist: Dist::Fixed,
             o_r_dist: Dist::Fixed,
             seed: 1,
+            armed: 0,
         }
     }
 }
@@ -208,6 +263,11 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     ),
     ("LOGGP_SEND_QUEUE", "messages that may wait to depart", "64"),
     ("LOGGP_VT", "virtual time: auto, on, off", "auto"),
+    (
+        "LOGGP_ARM",
+        "knobs whose machinery runs even at zero, as at any value above it (a sweep's baseline, to measure a knob alone): L, o_s, o_r, g_s, g_r, G, all, none",
+        "none",
+    ),
     ("LOGGP_LOG", "log to stderr: off, info, debug", "off"),
     ("LOGGP_REPORT", "path of a per-rank JSON summary", "none"),
     (
@@ -373,6 +433,7 @@ impl Config {
                         _ => return Err(err(k, v, "auto, on or off")),
                     }
                 }
+                "LOGGP_ARM" => c.armed = armed(k, v)?,
                 "LOGGP_LOG" => {
                     c.log = match v.trim() {
                         "" | "0" | "off" => LogLevel::Off,
@@ -436,13 +497,14 @@ impl Config {
             return Err(err(
                 "LOGGP_VT",
                 "off",
-                "auto or on while a knob is set (off contradicts the knobs)",
+                "auto or on while a knob is set or armed (off contradicts the knobs)",
             ));
         }
         Ok(c)
     }
 
-    /// True when some knob asks for a perturbation (of some pair).
+    /// True when some knob asks for a perturbation (of some pair), or for
+    /// its machinery (`armed`).
     pub fn perturbs(&self) -> bool {
         self.varied()
             || self.any_l()
@@ -465,24 +527,25 @@ impl Config {
         !(self.any_o_s() || self.any_g_s() || self.any_g_big() || self.varied())
     }
 
-    /// `L` is above zero for some pair.
+    /// `L` is above zero for some pair, or armed (`LOGGP_ARM`): its
+    /// machinery runs. Likewise the other knobs.
     pub fn any_l(&self) -> bool {
-        self.l > 0 || self.targets.l.values().any(|v| v > 0)
+        self.l > 0 || self.targets.l.values().any(|v| v > 0) || self.armed & ARM_L != 0
     }
     pub fn any_o_s(&self) -> bool {
-        self.o_s > 0 || self.targets.o_s.values().any(|v| v > 0)
+        self.o_s > 0 || self.targets.o_s.values().any(|v| v > 0) || self.armed & ARM_O_S != 0
     }
     pub fn any_o_r(&self) -> bool {
-        self.o_r > 0 || self.targets.o_r.values().any(|v| v > 0)
+        self.o_r > 0 || self.targets.o_r.values().any(|v| v > 0) || self.armed & ARM_O_R != 0
     }
     pub fn any_g_s(&self) -> bool {
-        self.g_s > 0 || self.targets.g_s.values().any(|v| v > 0)
+        self.g_s > 0 || self.targets.g_s.values().any(|v| v > 0) || self.armed & ARM_G_S != 0
     }
     pub fn any_g_r(&self) -> bool {
-        self.g_r > 0 || self.targets.g_r.values().any(|v| v > 0)
+        self.g_r > 0 || self.targets.g_r.values().any(|v| v > 0) || self.armed & ARM_G_R != 0
     }
     pub fn any_g_big(&self) -> bool {
-        self.g_big > 0.0 || self.targets.g_big.values().any(|v| v > 0.0)
+        self.g_big > 0.0 || self.targets.g_big.values().any(|v| v > 0.0) || self.armed & ARM_G != 0
     }
 
     /// True when some knob has items with a selection: the knobs then
@@ -614,6 +677,9 @@ impl Config {
             self.o_r_dist.hash_into(&mut feed);
             feed(self.seed);
         }
+        if self.armed != 0 {
+            feed(u64::from(self.armed));
+        }
         if self.targeted() {
             for var in [
                 "LOGGP_L",
@@ -646,6 +712,9 @@ impl fmt::Display for Config {
             self.send_queue,
             if self.vt_active() { "on" } else { "off" }
         )?;
+        if self.armed != 0 {
+            write!(f, " armed={}", arm_text(self.armed))?;
+        }
         if self.varied() {
             write!(
                 f,
@@ -770,6 +839,45 @@ mod tests {
         let e = cfg(&[("LOGGP_VT", "off"), ("LOGGP_L", "1us")]).unwrap_err();
         assert_eq!(e.var, "LOGGP_VT");
         assert!(cfg(&[("LOGGP_VT", "on")]).unwrap().vt_active());
+    }
+
+    /// `LOGGP_ARM` runs a knob's machinery at zero: its `any_*` holds,
+    /// the others' do not, nothing is perturbed by value, virtual time
+    /// turns on under `auto`, and `off` is refused with it.
+    #[test]
+    fn armed_knobs_run_their_machinery_at_zero() {
+        let c = cfg(&[("LOGGP_ARM", "L,g_r")]).unwrap();
+        assert_eq!(c.armed, ARM_L | ARM_G_R);
+        assert!(c.any_l() && c.any_g_r());
+        assert!(!(c.any_o_s() || c.any_o_r() || c.any_g_s() || c.any_g_big()));
+        assert_eq!((c.l, c.g_r), (0, 0));
+        assert!(c.vt_active());
+        assert!(c.sender_stamps_only());
+        assert!(c.to_string().ends_with(" armed=L,g_r"), "{c}");
+        assert_ne!(
+            c.fingerprint(),
+            cfg(&[("LOGGP_VT", "on")]).unwrap().fingerprint()
+        );
+        let all = cfg(&[("LOGGP_ARM", "all")]).unwrap();
+        assert!(all.any_l() && all.any_o_s() && all.any_o_r());
+        assert!(all.any_g_s() && all.any_g_r() && all.any_g_big());
+        assert!(!all.sender_stamps_only());
+        for (name, bit) in ARM_NAMES {
+            assert_eq!(cfg(&[("LOGGP_ARM", name)]).unwrap().armed, bit, "{name}");
+        }
+        assert_eq!(cfg(&[("LOGGP_ARM", "none")]).unwrap(), Config::default());
+        assert_eq!(
+            cfg(&[("LOGGP_ARM", " L , G ")]).unwrap().armed,
+            ARM_L | ARM_G
+        );
+        for bad in ["l", "L,x", "L;o_s", "1us"] {
+            let e = cfg(&[("LOGGP_ARM", bad)]).unwrap_err();
+            assert_eq!((e.var.as_str(), e.value.as_str()), ("LOGGP_ARM", bad));
+            assert!(e.accepted.contains("L, o_s, o_r, g_s, g_r, G"), "{e}");
+        }
+        let e = cfg(&[("LOGGP_ARM", "L"), ("LOGGP_VT", "off")]).unwrap_err();
+        assert_eq!(e.var, "LOGGP_VT");
+        assert_eq!(arm_text(ARM_O_S | ARM_G), "o_s,G");
     }
 
     #[test]

@@ -1280,7 +1280,7 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
         }
         let c = &e.cfg;
         let json = format!(
-        "{{\n  \"tool\": \"loggp-shim\",\n  \"rank\": {},\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"mpi_library\": \"{}\",\n  \"shim_built_for\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5},\"points\":[{}]}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
+        "{{\n  \"tool\": \"loggp-shim\",\n  \"rank\": {},\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"mpi_library\": \"{}\",\n  \"shim_built_for\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"armed\": \"{}\",\n  \"idle_lanes\": {{\"send\":{},\"gate\":{}}},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5},\"points\":[{}]}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
         if per_rank { e.rank.to_string() } else { "null".into() },
         FLAVOUR.cli_name(),
         loaded().0,
@@ -1288,6 +1288,9 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
         abi::LIB_VERSION,
         e.size,
         c.vt_active(),
+        loggp_core::config::arm_text(c.armed),
+        e.idle_lanes().0,
+        e.idle_lanes().1,
         c.l,
         c.o_s,
         c.o_r,

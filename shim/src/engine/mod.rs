@@ -971,6 +971,13 @@ impl Engine {
         self.idle_send = false;
     }
 
+    /// Whether the sender's and the gate's idle lanes serve this rank
+    /// (`idle_send`, `idle_gate`): every knob of that side at zero and
+    /// not armed (`LOGGP_ARM`), one host. For the report.
+    pub fn idle_lanes(&self) -> (bool, bool) {
+        (self.idle_send, self.idle_gate)
+    }
+
     /// The drift rate in use for departures of host `tag` (ppm · 1e-6).
     pub fn drift_rate(&self, tag: u64) -> f64 {
         self.lock().gate.drift_rate(tag)
