@@ -72,7 +72,7 @@ pub fn points_csv(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# loggp sweep: one row per point. figure: {}; slowdown_pct = 100 (figure / baseline {} - 1); native: without the shim; baseline: virtual time on, every knob 0",
+        "# loggp sweep: one row per point. figure: {}; slowdown_pct = 100 (figure / baseline {} - 1); native: without the shim; baseline: virtual time on, every knob 0, the swept L, g_s, g_r, G armed (LOGGP_ARM)",
         figure_name(r),
         r.stat.name()
     );

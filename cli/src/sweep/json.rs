@@ -39,7 +39,8 @@ struct SweepFile<'a> {
     resolution_pct: Option<f64>,
     /// Without the shim.
     native: JsonPoint<'a>,
-    /// Virtual time on, every knob 0.
+    /// Virtual time on, every knob 0, the swept L, g_s, g_r, G armed
+    /// (`LOGGP_ARM`).
     baseline: JsonPoint<'a>,
     /// Baseline against native.
     emulation_cost: Option<JsonCost>,

@@ -2,7 +2,7 @@
 //!
 //! The program runs `--repeat` times natively (no shim), at a baseline (the
 //! shim loaded with virtual time on and every knob at zero: the emulated
-//! machine itself) and at every value of every knob. Rounds are interleaved
+//! machine itself, its swept L, g_s, g_r, G armed, `LOGGP_ARM`) and at every value of every knob. Rounds are interleaved
 //! (native, baseline, then each point, then the next round) so that a
 //! drift of the machine spreads over every point instead of biasing the
 //! last ones. Every slowdown is against the baseline, so it measures the
@@ -77,7 +77,8 @@ pub const SEED: u64 = 0x5eed_1066;
 pub enum Point {
     /// The program as it is: no shim, no `LOGGP_*` variable.
     Native,
-    /// The shim with virtual time on, every knob at zero.
+    /// The shim with virtual time on, every knob at zero, the swept L,
+    /// g_s, g_r, G armed (`LOGGP_ARM`).
     Baseline,
     /// Knob index, value index.
     Value(usize, usize),
@@ -405,12 +406,32 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
     // A swept knob set in the environment is replaced by the swept values,
     // and is absent (zero) at the baseline; LOGGP_VT is on in every run
     // with the shim, the baseline included.
-    let background: Vec<(String, String)> = knobs::resolve(&[])?
-        .into_iter()
-        .filter(|(k, _)| !o.knobs.iter().any(|kn| kn.var == k) && k != "LOGGP_VT")
+    let all = knobs::resolve(&[])?;
+    let background: Vec<(String, String)> = all
+        .iter()
+        .filter(|(k, _)| {
+            !o.knobs.iter().any(|kn| kn.var == k) && k != "LOGGP_VT" && k != "LOGGP_ARM"
+        })
+        .cloned()
         .collect();
+    // Every run with the shim arms the swept knobs (LOGGP_ARM, those of
+    // `ARMED_WHEN_SWEPT`), the baseline too: their machinery runs at zero
+    // as at any value, so the step from the baseline to a knob's first
+    // value is the knob's alone.
+    // Unarmed, a knob at zero takes the shim's idle lanes and its first
+    // value the timed paths, whose own cost (an 8-byte message rate 0.60x
+    // at L=1ns against L=0, README) would be read as the knob's.
+    let arm = armed_knobs(
+        o.knobs.iter().map(|kn| kn.name.as_str()),
+        all.iter()
+            .find(|(k, _)| k == "LOGGP_ARM")
+            .map(|(_, v)| v.as_str()),
+    );
     let with_vt = |mut vars: Vec<(String, String)>| {
         vars.push(("LOGGP_VT".to_string(), "on".to_string()));
+        if let Some(a) = &arm {
+            vars.push(("LOGGP_ARM".to_string(), a.clone()));
+        }
         vars
     };
     let mut configs: Vec<Config> = vec![
@@ -441,6 +462,37 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The knobs a sweep arms when it sweeps them: those whose timed paths
+/// cost what no value absorbs. `o_s` and `o_r` are not among them: their
+/// spins are shortened by the shim's own cost per call, learned at start-up
+/// through the same paths (`set_own_costs`), so that a value is over the
+/// native call already; armed, a baseline would carry that cost unspent.
+const ARMED_WHEN_SWEPT: [&str; 4] = ["L", "g_s", "g_r", "G"];
+
+/// `LOGGP_ARM` of the sweep's runs with the shim: the environment's
+/// (`env`), then those of the swept knobs (by name, a targeted one's
+/// selection left out: its machinery runs for every pair) that
+/// `ARMED_WHEN_SWEPT` lists; `None` where that is nothing.
+fn armed_knobs<'a>(swept: impl IntoIterator<Item = &'a str>, env: Option<&str>) -> Option<String> {
+    if env.is_some_and(|v| v.trim() == "all") {
+        return Some("all".to_string());
+    }
+    let mut names: Vec<&str> = env
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && *v != "none")
+        .into_iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    for name in swept {
+        let name = name.split('@').next().unwrap_or_default();
+        if ARMED_WHEN_SWEPT.contains(&name) && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    (!names.is_empty()).then(|| names.join(","))
 }
 
 /// One configuration: its point and the variables of its runs with the
@@ -799,6 +851,22 @@ fn clock(d: Duration) -> String {
 mod tests {
     use super::*;
     use opts::{Axis, Value};
+
+    #[test]
+    fn a_sweep_arms_the_knobs_whose_machinery_no_value_absorbs() {
+        assert_eq!(armed_knobs(["L"], None).as_deref(), Some("L"));
+        assert_eq!(
+            armed_knobs(["L@inter", "o_s", "G", "g_r@pairs=0:1", "o_r", "g_s"], None).as_deref(),
+            Some("L,G,g_r,g_s")
+        );
+        // o_s and o_r: their values are over the native call already
+        assert_eq!(armed_knobs(["o_s", "o_r"], None), None);
+        // the environment's LOGGP_ARM is kept, each knob once
+        assert_eq!(armed_knobs(["L"], Some("o_s,L")).as_deref(), Some("o_s,L"));
+        assert_eq!(armed_knobs(["o_r"], Some(" o_r ")).as_deref(), Some("o_r"));
+        assert_eq!(armed_knobs(["L"], Some("none")).as_deref(), Some("L"));
+        assert_eq!(armed_knobs(["o_s"], Some("all")).as_deref(), Some("all"));
+    }
 
     fn knob(values: &[(&str, f64)]) -> Knob {
         Knob {

@@ -13,8 +13,11 @@ use std::time::Duration;
 const NOTES: &str = "\
 Other LOGGP_* variables in the environment apply to every run with the shim,
 baseline too; a swept knob set there is replaced by the swept values (absent
-at the baseline); LOGGP_VT is on in every run with the shim. A 0 in --values
-is the baseline, measured once for all knobs.
+at the baseline); LOGGP_VT is on in every run with the shim, and LOGGP_ARM
+arms the swept L, g_s, g_r and G in each (their machinery runs at zero too,
+so that the step to a first value is the knob's alone; o_s and o_r absorb
+the shim's own cost per call). A 0 in --values is the baseline, measured
+once for all knobs.
 Collectives are perturbed too: the shim runs them over its own point-to-point
 algorithms (LOGGP_COLL_<OP> picks one), so their messages feel every knob.
 
