@@ -30,6 +30,7 @@ const BAD: &[(&str, &str)] = &[
     ("LOGGP_SEND_QUEUE", "0"),
     ("LOGGP_G", "fast"),
     ("LOGGP_O_R", "5 parsecs"),
+    ("LOGGP_ARM", "latency"),
 ];
 
 fn config_error(k: &str, v: &str) -> String {
@@ -330,6 +331,31 @@ fn report(mpi: Mpi) {
                 "plain.json does not hold both ranks' counters: {t}"
             );
         }
+    }
+    // Which lanes serve a rank (`idle_lanes`): the idle ones where its
+    // side's knobs are zero and not armed (LOGGP_ARM), the timed ones
+    // where a knob of that side is set or armed.
+    for (vars, armed, send, gate) in [
+        (&[("LOGGP_VT", "on")][..], "", true, true),
+        (&[("LOGGP_ARM", "o_r")][..], "o_r", true, false),
+        (&[("LOGGP_ARM", "o_s")][..], "o_s", false, true),
+        (&[("LOGGP_ARM", "L,G")][..], "L,G", false, false),
+        (&[("LOGGP_L", "5us")][..], "", false, false),
+    ] {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("report directory");
+        let path = dir.join("lanes.json");
+        let out = Job::new(mpi, "hello")
+            .via(Via::Direct)
+            .vars(vars)
+            .var("LOGGP_REPORT", &path.display().to_string())
+            .run();
+        out.expect_pass("hello: PASS");
+        let t = read("lanes.json", &out);
+        let want = format!(
+            "\"virtual_time\":true,\"armed\":\"{armed}\",\"idle_lanes\":{{\"send\":{send},\"gate\":{gate}}}"
+        );
+        assert!(t.contains(&want), "{vars:?}: want {want} in {t}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -680,6 +680,7 @@ fn environment_knobs_apply_to_every_run_but_a_swept_one_is_replaced() {
     c.env("LOGGP_SHIM_DIR", fake_shim_dir())
         .env("LOGGP_O_S", "1us")
         .env("LOGGP_L", "7us")
+        .env("LOGGP_ARM", "o_s")
         .args(["sweep", "--knob", "L", "--values", "5us", "--repeat", "1"])
         .args(["--mpi", "openmpi", "--timeout", "20s", "--out"])
         .arg(&out)
@@ -688,8 +689,10 @@ fn environment_knobs_apply_to_every_run_but_a_swept_one_is_replaced() {
             "sh",
             "-c",
             // the native run has no shim and no LOGGP_* variable
-            r#"if [ -z "$LD_PRELOAD" ]; then [ -z "$LOGGP_O_S$LOGGP_L$LOGGP_VT" ] && exit 0; exit 8; fi
-[ "$LOGGP_O_S" = 1us ] && [ "$LOGGP_VT" = on ] && { [ -z "$LOGGP_L" ] || [ "$LOGGP_L" = 5us ]; } || { echo "L=$LOGGP_L o_s=$LOGGP_O_S" >&2; exit 9; }"#,
+            // (the environment's LOGGP_ARM is kept, the swept knob armed
+            // after it)
+            r#"if [ -z "$LD_PRELOAD" ]; then [ -z "$LOGGP_O_S$LOGGP_L$LOGGP_VT$LOGGP_ARM" ] && exit 0; exit 8; fi
+[ "$LOGGP_O_S" = 1us ] && [ "$LOGGP_VT" = on ] && [ "$LOGGP_ARM" = o_s,L ] && { [ -z "$LOGGP_L" ] || [ "$LOGGP_L" = 5us ]; } || { echo "L=$LOGGP_L o_s=$LOGGP_O_S arm=$LOGGP_ARM" >&2; exit 9; }"#,
         ]);
     let o = run(c, Duration::from_secs(60));
     let se = text(&o.stderr);
@@ -759,12 +762,14 @@ fn stopping_loggp_stops_the_job_it_runs() {
 /// A script that tells the three kinds of run apart and prints a figure
 /// for each: native (no shim, no LOGGP_*) 1.0; the shim with virtual time
 /// on and L = 0: 2.0; with L = N us: 2.0 + 0.02 N. Anything else (the shim
-/// without LOGGP_VT=on, as a baseline of old would be) fails.
+/// without LOGGP_VT=on, as a baseline of old would be, or without L armed,
+/// LOGGP_ARM=L, whose baseline would take the idle lanes) fails.
 const THREE_KINDS: &str = r#"if [ -z "$LD_PRELOAD" ]; then
-  [ -z "$LOGGP_VT$LOGGP_L" ] || { echo "native run with LOGGP_VT=$LOGGP_VT" >&2; exit 7; }
+  [ -z "$LOGGP_VT$LOGGP_L$LOGGP_ARM" ] || { echo "native run with LOGGP_VT=$LOGGP_VT LOGGP_ARM=$LOGGP_ARM" >&2; exit 7; }
   echo "figure 1.0"; exit 0
 fi
 [ "$LOGGP_VT" = on ] || { echo "shim without virtual time (LOGGP_VT=$LOGGP_VT)" >&2; exit 7; }
+[ "$LOGGP_ARM" = L ] || { echo "shim without L armed (LOGGP_ARM=$LOGGP_ARM)" >&2; exit 7; }
 case "$LOGGP_L" in
   "") echo "figure 2.0" ;;
   10us) echo "figure 2.2" ;;
@@ -1023,6 +1028,16 @@ exit $rc"#,
         let r = fs::read_to_string(reports.join(n)).unwrap();
         assert!(
             r.contains("\"virtual_time\": true") && r.contains("\"L_ns\":0,"),
+            "{n}: {r}"
+        );
+    }
+    // L armed in both (LOGGP_ARM): the baseline takes the timed paths an
+    // L above zero takes, not the idle lanes.
+    for n in base.iter().chain(&l20) {
+        let r = fs::read_to_string(reports.join(n)).unwrap();
+        assert!(
+            r.contains("\"armed\": \"L\"")
+                && r.contains("\"idle_lanes\": {\"send\":false,\"gate\":false}"),
             "{n}: {r}"
         );
     }
