@@ -238,6 +238,14 @@ fn logging(mpi: Mpi) {
         "LOGGP_LOG=info at np=3: expected exactly one loggp-shim line containing {resolved:?}, got {lines:#?}\n{}",
         out.describe()
     );
+    // The start-up probe runs the timed paths: its transit is the minimum
+    // from departure stamp to gate in every size, not the half round trip
+    // through the shim (what it fell back to while the probe, every knob
+    // zero, took the idle lanes, which stamp nothing).
+    assert!(
+        lines[0].contains("native transit (through the shim, departure stamp to gate)"),
+        "{lines:#?}"
+    );
     for vars in [&vars[..], &[]] {
         let out = Job::new(mpi, "hello").via(Via::Direct).vars(vars).run();
         out.expect_pass("hello: PASS");

@@ -126,6 +126,8 @@ pub const ARM_O_R: u8 = 4;
 pub const ARM_G_S: u8 = 8;
 pub const ARM_G_R: u8 = 16;
 pub const ARM_G: u8 = 32;
+/// Every knob (`LOGGP_ARM=all`).
+pub const ARM_ALL: u8 = 63;
 pub const ARM_NAMES: [(&str, u8); 6] = [
     ("L", ARM_L),
     ("o_s", ARM_O_S),
@@ -141,7 +143,7 @@ const ARM_ACCEPTED: &str =
 fn armed(var: &str, value: &str) -> Result<u8, ConfigError> {
     match value.trim() {
         "" | "none" => return Ok(0),
-        "all" => return Ok(ARM_NAMES.iter().fold(0, |a, &(_, b)| a | b)),
+        "all" => return Ok(ARM_ALL),
         _ => {}
     }
     let mut bits = 0;
@@ -859,6 +861,7 @@ mod tests {
             cfg(&[("LOGGP_VT", "on")]).unwrap().fingerprint()
         );
         let all = cfg(&[("LOGGP_ARM", "all")]).unwrap();
+        assert_eq!(all.armed, ARM_NAMES.iter().fold(0, |a, &(_, b)| a | b));
         assert!(all.any_l() && all.any_o_s() && all.any_o_r());
         assert!(all.any_g_s() && all.any_g_r() && all.any_g_big());
         assert!(!all.sender_stamps_only());

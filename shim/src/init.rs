@@ -362,7 +362,7 @@ pub unsafe fn after_init(cfg: Config) {
         });
         if cfg.log >= LogLevel::Info && rank == 0 {
             log::line(&format!(
-            "{} (shim built for {} {}), {} ranks on {} host{}{}, {}; native transit (through the shim) {}, then {:.3}ns/B{}; shim's own cost {}ns per send, {}ns per receive; start-up {:.1}ms",
+            "{} (shim built for {} {}), {} ranks on {} host{}{}, {}; native transit (through the shim, {}) {}, then {:.3}ns/B{}; shim's own cost {}ns per send, {}ns per receive; start-up {:.1}ms",
             loaded().1,
             FLAVOUR.name(),
             abi::LIB_VERSION,
@@ -371,6 +371,10 @@ pub unsafe fn after_init(cfg: Config) {
             if hosts_n == 1 { "" } else { "s" },
             placement,
             cfg,
+            match native.from_half_rtt {
+                0 => "departure stamp to gate".to_string(),
+                n => format!("{n} of 8 sizes from half round trips"),
+            },
             fmt_transit(&transit),
             transit.per_byte_ns,
             match (&other, same_peer) {
@@ -490,11 +494,26 @@ unsafe fn measure_native(
             l_dist: loggp_core::dist::Dist::Fixed,
             o_s_dist: loggp_core::dist::Dist::Fixed,
             o_r_dist: loggp_core::dist::Dist::Fixed,
+            // The knobs the job runs (set or armed), their values zero:
+            // the probes take the paths the job's messages take.
+            armed: active_knobs(cfg),
             ..cfg.clone()
+        };
+        // The transit's probe runs L's paths besides: its sender stamps
+        // departures and its gate reads them (the stamp-to-gate minima
+        // below). At zero knobs the idle lanes stamp nothing: from the idle
+        // lanes (f59c1b0) to session 49 the transit fell back to the half
+        // round trip through the shim, and the own costs below were those
+        // of the idle lanes, 10 ns where a knob's paths cost 40-70.
+        let mut own_probe = Engine::new(zero.clone(), *c, rank, size, Transit::default());
+        let zero = Config {
+            armed: zero.armed | loggp_core::config::ARM_L,
+            ..zero
         };
         let mut probe = Engine::new(zero, *c, rank, size, Transit::default());
         if let Some(h) = early {
             probe.set_hosts(h);
+            own_probe.set_hosts(h);
         }
         // Large messages take the path they will take in the job: split
         // (`LOGGP_SPLIT`), not the struct datatype, whose protocol moves
@@ -522,6 +541,9 @@ unsafe fn measure_native(
         let total: usize = SIZES.iter().map(|s| chunks(s.2)).sum();
         let mut mins = vec![f64::INFINITY; total];
         let mut half_rtt = [f64::INFINITY; SIZES.len()];
+        // Sizes whose transit is the half round trip (no stamp-to-gate
+        // minimum in both directions): rank 0 counts them, for the log.
+        let mut from_half_rtt = SIZES.len();
         let mut st = Status::zeroed();
         // Only rank 0 and `peer` take part; the others wait for the result
         // asleep (`lazy_wait`), so that where ranks outnumber cores (a test
@@ -609,6 +631,7 @@ unsafe fn measure_native(
             // Across hosts the probe's gate reads departures a second early
             // (`early`): each direction's one-way time is a second longer.
             let early_ns = if early.is_some() { 1e9 } else { 0.0 };
+            from_half_rtt = 0;
             let mut at = 0;
             for (i, &(_, _, reps)) in SIZES.iter().enumerate() {
                 let n = chunks(reps);
@@ -627,6 +650,7 @@ unsafe fn measure_native(
                 result[i] = if a.is_finite() && b.is_finite() {
                     ((a + b) / 2.0 - early_ns).max(0.0)
                 } else {
+                    from_half_rtt += 1;
                     half_rtt[i]
                 };
                 at += n;
@@ -648,7 +672,7 @@ unsafe fn measure_native(
             if rank == 0 {
                 let t0 = now();
                 if shim == 1 {
-                    probe.send(
+                    own_probe.send(
                         Mode::Standard,
                         buf.as_ptr().cast(),
                         8,
@@ -667,7 +691,7 @@ unsafe fn measure_native(
                 PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
             } else if rank == peer {
                 if shim == 1 {
-                    probe.recv(
+                    own_probe.recv(
                         buf.as_mut_ptr().cast(),
                         8,
                         c.byte,
@@ -685,7 +709,7 @@ unsafe fn measure_native(
             // Receive side: rank 1 receives a message known to have arrived.
             if rank == 0 {
                 if shim == 1 {
-                    probe.send(
+                    own_probe.send(
                         Mode::Standard,
                         buf.as_ptr().cast(),
                         8,
@@ -705,7 +729,7 @@ unsafe fn measure_native(
                 }
                 let t0 = now();
                 if shim == 1 {
-                    probe.recv(
+                    own_probe.recv(
                         buf.as_mut_ptr().cast(),
                         8,
                         c.byte,
@@ -750,6 +774,7 @@ unsafe fn measure_native(
                 &mut st,
             );
         }
+        own_probe.free_kept();
         let mut out = [0f64; SIZES.len() + 2];
         out[..SIZES.len()].copy_from_slice(&result);
         out[SIZES.len()] = own(best[0]);
@@ -768,8 +793,26 @@ unsafe fn measure_native(
             transit: Transit::from_points(&points),
             own_send_ns: loggp_core::units::round_ns(own_s),
             own_recv_ns: loggp_core::units::round_ns(own_r),
+            from_half_rtt,
         }
     }
+}
+
+/// The knobs `cfg` runs the machinery of (set above zero for some pair,
+/// or armed), as `LOGGP_ARM` bits.
+fn active_knobs(cfg: &Config) -> u8 {
+    use loggp_core::config::{ARM_G, ARM_G_R, ARM_G_S, ARM_L, ARM_O_R, ARM_O_S};
+    [
+        (cfg.any_l(), ARM_L),
+        (cfg.any_o_s(), ARM_O_S),
+        (cfg.any_o_r(), ARM_O_R),
+        (cfg.any_g_s(), ARM_G_S),
+        (cfg.any_g_r(), ARM_G_R),
+        (cfg.any_g_big(), ARM_G),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .fold(0, |a, (_, b)| a | b)
 }
 
 /// What start-up learns about the native machine and the shim itself.
@@ -780,6 +823,10 @@ pub struct Native {
     pub own_send_ns: u64,
     /// The shim's own time inside a receive call (subtracted from o_r).
     pub own_recv_ns: u64,
+    /// On rank 0: the sizes whose transit is the half round trip through
+    /// the shim, for want of departure stamps seen at the gate in both
+    /// directions (0 where the probe works as meant).
+    pub from_half_rtt: usize,
 }
 
 fn as_rank(i: usize) -> c_int {
@@ -1329,4 +1376,24 @@ fn json_escape(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The start-up probes arm what the job runs: a knob set (for some
+    /// pair) or armed, and nothing at zero knobs.
+    #[test]
+    fn probes_arm_the_knobs_the_job_runs() {
+        use loggp_core::config::{ARM_G, ARM_L, ARM_O_R, ARM_O_S};
+        let cfg = |v: &[(&str, &str)]| Config::from_vars(v.iter().copied()).unwrap();
+        assert_eq!(active_knobs(&cfg(&[("LOGGP_VT", "on")])), 0);
+        assert_eq!(active_knobs(&cfg(&[("LOGGP_L", "1ns")])), ARM_L);
+        assert_eq!(active_knobs(&cfg(&[("LOGGP_O_S", "5us@from=1")])), ARM_O_S);
+        assert_eq!(
+            active_knobs(&cfg(&[("LOGGP_O_R", "1us"), ("LOGGP_ARM", "G")])),
+            ARM_O_R | ARM_G
+        );
+    }
 }
