@@ -490,9 +490,14 @@ impl Opts {
     /// that the row at zero is the emulated machine at zero knobs, as
     /// `loggp sweep`'s baseline, and not the pass-through; and so that a
     /// `LOGGP_VT` in the caller's environment cannot turn a sweep into
-    /// one), the knob, and its distribution and the seed when it is varied.
+    /// one), the knob armed where `loggp sweep` arms it (`LOGGP_ARM`: its
+    /// row at zero then runs the paths its other rows run), the knob, and
+    /// its distribution and the seed when it is varied.
     pub fn vars(&self, knob: &Knob, value: &str) -> Vec<(String, String)> {
         let mut v = vec![("LOGGP_VT".to_string(), "on".to_string())];
+        if crate::sweep::ARMED_WHEN_SWEPT.contains(&knob.name) {
+            v.push(("LOGGP_ARM".to_string(), knob.name.to_string()));
+        }
         if let Some(var) = knob_var(knob.name) {
             v.push((var.to_string(), value.to_string()));
         }
@@ -1910,6 +1915,11 @@ mod tests {
         assert_eq!(o.dist("o_s"), None);
         let vars = o.vars(&o.knobs[0], "20us");
         assert!(vars.contains(&("LOGGP_L".into(), "20us".into())));
+        // L's runs arm it, its row at 0 too; o_s's do not (below)
+        assert!(vars.contains(&("LOGGP_ARM".into(), "L".into())));
+        assert!(o
+            .vars(&o.knobs[0], "0")
+            .contains(&("LOGGP_ARM".into(), "L".into())));
         assert!(vars.contains(&("LOGGP_L_DIST".into(), "normal:5us".into())));
         assert!(vars.contains(&("LOGGP_SEED".into(), "4".into())));
         // the o_s sweep runs with L fixed at 0, not around 0

@@ -400,7 +400,7 @@ pub fn markdown(cal: &Calibration) -> String {
         );
         let _ = writeln!(
             s,
-            "The row at 0 runs through the shim with virtual time on and every knob at zero (LOGGP_VT=on), the emulated machine that `loggp sweep` measures from: of those at 0, its flags beyond 3× are the machinery's own cost, which every other row carries too. beyond 3× from 0: the other rows' untouched parameters beyond 3× tolerance against that row instead of the native machine, what raising the knob moves beyond the machinery (n/a: no row at 0); a row against one run, not against a median of native runs, so a noisier count.\n"
+            "The row at 0 runs through the shim with virtual time on and every knob at zero (LOGGP_VT=on; L, g_s and g_r armed in their own sweeps, LOGGP_ARM, so that it runs the paths their other rows run), the emulated machine that `loggp sweep` measures from: of those at 0, its flags beyond 3× are the machinery's own cost, which every other row carries too. beyond 3× from 0: the other rows' untouched parameters beyond 3× tolerance against that row instead of the native machine, what raising the knob moves beyond the machinery (n/a: no row at 0); a row against one run, not against a median of native runs, so a noisier count.\n"
         );
     }
     s

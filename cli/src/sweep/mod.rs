@@ -469,7 +469,7 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
 /// spins are shortened by the shim's own cost per call, learned at start-up
 /// through the same paths (`set_own_costs`), so that a value is over the
 /// native call already; armed, a baseline would carry that cost unspent.
-const ARMED_WHEN_SWEPT: [&str; 4] = ["L", "g_s", "g_r", "G"];
+pub const ARMED_WHEN_SWEPT: [&str; 4] = ["L", "g_s", "g_r", "G"];
 
 /// `LOGGP_ARM` of the sweep's runs with the shim: the environment's
 /// (`env`), then those of the swept knobs (by name, a targeted one's
