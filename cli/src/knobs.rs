@@ -2,6 +2,7 @@
 //! its variable means (`--L +5us` is `LOGGP_L=+5us`); values are checked by
 //! the same parser the shim uses, so a bad value stops here.
 
+use loggp_core::config::{ARM_G, ARM_G_R, ARM_G_S, ARM_L, ARM_NAMES};
 use loggp_core::Config;
 
 /// Knob names as used by `--knob` lists (`L`, `o_s`, ...) to variables.
@@ -15,6 +16,24 @@ pub fn knob_var(name: &str) -> Option<&'static str> {
         "G" => "LOGGP_G",
         _ => return None,
     })
+}
+
+/// The knobs a sweep arms (`LOGGP_ARM`) when it sweeps them, as
+/// `LOGGP_ARM`'s bits: those whose timed paths cost what no value absorbs.
+/// `o_s` and `o_r` are not among them: their spins are shortened by the
+/// shim's own cost per call, learned at start-up through the same paths
+/// (`set_own_costs`), so that a value is over the native call already;
+/// armed, a baseline would carry that cost unspent. (`loggp sweep` and
+/// `loggp calibrate` both arm by it.)
+pub const ARMED_WHEN_SWEPT: u8 = ARM_L | ARM_G_S | ARM_G_R | ARM_G;
+
+/// Knob `name`'s `LOGGP_ARM` bit where a sweep of it arms it
+/// (`ARMED_WHEN_SWEPT`), else 0.
+pub fn armed_when_swept(name: &str) -> u8 {
+    ARM_NAMES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(0, |&(_, b)| b & ARMED_WHEN_SWEPT)
 }
 
 /// Merges `LOGGP_*` variables already in the environment with the flags

@@ -690,9 +690,9 @@ fn environment_knobs_apply_to_every_run_but_a_swept_one_is_replaced() {
             "-c",
             // the native run has no shim and no LOGGP_* variable
             // (the environment's LOGGP_ARM is kept, the swept knob armed
-            // after it)
+            // beside it, in LOGGP_ARM's order)
             r#"if [ -z "$LD_PRELOAD" ]; then [ -z "$LOGGP_O_S$LOGGP_L$LOGGP_VT$LOGGP_ARM" ] && exit 0; exit 8; fi
-[ "$LOGGP_O_S" = 1us ] && [ "$LOGGP_VT" = on ] && [ "$LOGGP_ARM" = o_s,L ] && { [ -z "$LOGGP_L" ] || [ "$LOGGP_L" = 5us ]; } || { echo "L=$LOGGP_L o_s=$LOGGP_O_S arm=$LOGGP_ARM" >&2; exit 9; }"#,
+[ "$LOGGP_O_S" = 1us ] && [ "$LOGGP_VT" = on ] && [ "$LOGGP_ARM" = L,o_s ] && { [ -z "$LOGGP_L" ] || [ "$LOGGP_L" = 5us ]; } || { echo "L=$LOGGP_L o_s=$LOGGP_O_S arm=$LOGGP_ARM" >&2; exit 9; }"#,
         ]);
     let o = run(c, Duration::from_secs(60));
     let se = text(&o.stderr);

@@ -139,8 +139,8 @@ pub const ARM_NAMES: [(&str, u8); 6] = [
 const ARM_ACCEPTED: &str =
     "a comma-separated list of the knobs L, o_s, o_r, g_s, g_r, G (as loggp sweep names them), all, or none";
 
-/// `LOGGP_ARM`'s value: the knobs' bits.
-fn armed(var: &str, value: &str) -> Result<u8, ConfigError> {
+/// `LOGGP_ARM`'s value (in variable `var`): the knobs' bits.
+pub fn armed(var: &str, value: &str) -> Result<u8, ConfigError> {
     match value.trim() {
         "" | "none" => return Ok(0),
         "all" => return Ok(ARM_ALL),
@@ -550,6 +550,23 @@ impl Config {
         self.g_big > 0.0 || self.targets.g_big.values().any(|v| v > 0.0) || self.armed & ARM_G != 0
     }
 
+    /// The knobs whose machinery the job runs (set above zero for some
+    /// pair, or armed), as `LOGGP_ARM`'s bits: what the start-up probes
+    /// arm, so that they take the job's paths.
+    pub fn running_knobs(&self) -> u8 {
+        [
+            (self.any_l(), ARM_L),
+            (self.any_o_s(), ARM_O_S),
+            (self.any_o_r(), ARM_O_R),
+            (self.any_g_s(), ARM_G_S),
+            (self.any_g_r(), ARM_G_R),
+            (self.any_g_big(), ARM_G),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |a, (_, b)| a | b)
+    }
+
     /// True when some knob has items with a selection: the knobs then
     /// depend on the pair ([`Config::knobs`]).
     pub fn targeted(&self) -> bool {
@@ -873,6 +890,19 @@ mod tests {
             cfg(&[("LOGGP_ARM", " L , G ")]).unwrap().armed,
             ARM_L | ARM_G
         );
+        assert_eq!(cfg(&[("LOGGP_VT", "on")]).unwrap().running_knobs(), 0);
+        assert_eq!(cfg(&[("LOGGP_L", "1ns")]).unwrap().running_knobs(), ARM_L);
+        assert_eq!(
+            cfg(&[("LOGGP_O_S", "5us@from=1")]).unwrap().running_knobs(),
+            ARM_O_S
+        );
+        assert_eq!(
+            cfg(&[("LOGGP_O_R", "1us"), ("LOGGP_ARM", "G")])
+                .unwrap()
+                .running_knobs(),
+            ARM_O_R | ARM_G
+        );
+        assert_eq!(all.running_knobs(), ARM_ALL);
         for bad in ["l", "L,x", "L;o_s", "1us"] {
             let e = cfg(&[("LOGGP_ARM", bad)]).unwrap_err();
             assert_eq!((e.var.as_str(), e.value.as_str()), ("LOGGP_ARM", bad));

@@ -496,7 +496,7 @@ unsafe fn measure_native(
             o_r_dist: loggp_core::dist::Dist::Fixed,
             // The knobs the job runs (set or armed), their values zero:
             // the probes take the paths the job's messages take.
-            armed: active_knobs(cfg),
+            armed: cfg.running_knobs(),
             ..cfg.clone()
         };
         // The transit's probe runs L's paths besides: its sender stamps
@@ -505,7 +505,10 @@ unsafe fn measure_native(
         // lanes (f59c1b0) to session 49 the transit fell back to the half
         // round trip through the shim, and the own costs below were those
         // of the idle lanes, 10 ns where a knob's paths cost 40-70.
-        let mut own_probe = Engine::new(zero.clone(), *c, rank, size, Transit::default());
+        // (Built only where the own costs are measured: not for the
+        // far-host transit.)
+        let mut own_probe =
+            own_costs.then(|| Engine::new(zero.clone(), *c, rank, size, Transit::default()));
         let zero = Config {
             armed: zero.armed | loggp_core::config::ARM_L,
             ..zero
@@ -513,7 +516,9 @@ unsafe fn measure_native(
         let mut probe = Engine::new(zero, *c, rank, size, Transit::default());
         if let Some(h) = early {
             probe.set_hosts(h);
-            own_probe.set_hosts(h);
+            if let Some(p) = own_probe.as_mut() {
+                p.set_hosts(h);
+            }
         }
         // Large messages take the path they will take in the job: split
         // (`LOGGP_SPLIT`), not the struct datatype, whose protocol moves
@@ -664,89 +669,90 @@ unsafe fn measure_native(
         // less, so that what a benchmark sees in the call is native + the knob.
         let mut best = [[f64::INFINITY; 2]; 2]; // [send|recv][raw|shim]
         let mut ack = [0u8; 1];
-        let rounds = if own_costs { 1200 } else { 0 };
-        for k in 0..rounds {
-            let shim = k % 2;
-            let timed = k >= 200;
-            // Send side.
-            if rank == 0 {
-                let t0 = now();
-                if shim == 1 {
-                    own_probe.send(
-                        Mode::Standard,
-                        buf.as_ptr().cast(),
-                        8,
-                        c.byte,
-                        peer,
-                        8,
-                        comm,
-                    );
-                } else {
-                    PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 8, comm);
+        if let Some(own_probe) = own_probe.as_ref() {
+            for k in 0..1200 {
+                let shim = k % 2;
+                let timed = k >= 200;
+                // Send side.
+                if rank == 0 {
+                    let t0 = now();
+                    if shim == 1 {
+                        own_probe.send(
+                            Mode::Standard,
+                            buf.as_ptr().cast(),
+                            8,
+                            c.byte,
+                            peer,
+                            8,
+                            comm,
+                        );
+                    } else {
+                        PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 8, comm);
+                    }
+                    let dt = (now() - t0) as f64;
+                    if timed {
+                        best[0][shim] = best[0][shim].min(dt);
+                    }
+                    PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
+                } else if rank == peer {
+                    if shim == 1 {
+                        own_probe.recv(
+                            buf.as_mut_ptr().cast(),
+                            8,
+                            c.byte,
+                            0,
+                            8,
+                            comm,
+                            None,
+                            &mut st,
+                        );
+                    } else {
+                        PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 8, comm, &mut st);
+                    }
+                    PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
                 }
-                let dt = (now() - t0) as f64;
-                if timed {
-                    best[0][shim] = best[0][shim].min(dt);
+                // Receive side: rank 1 receives a message known to have arrived.
+                if rank == 0 {
+                    if shim == 1 {
+                        own_probe.send(
+                            Mode::Standard,
+                            buf.as_ptr().cast(),
+                            8,
+                            c.byte,
+                            peer,
+                            10,
+                            comm,
+                        );
+                    } else {
+                        PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 10, comm);
+                    }
+                    PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
+                } else if rank == peer {
+                    let mut flag: c_int = 0;
+                    while flag == 0 {
+                        PMPI_Iprobe(0, 10, comm, &mut flag, &mut st);
+                    }
+                    let t0 = now();
+                    if shim == 1 {
+                        own_probe.recv(
+                            buf.as_mut_ptr().cast(),
+                            8,
+                            c.byte,
+                            0,
+                            10,
+                            comm,
+                            None,
+                            &mut st,
+                        );
+                    } else {
+                        PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 10, comm, &mut st);
+                    }
+                    let dt = (now() - t0) as f64;
+                    if timed {
+                        best[1][shim] = best[1][shim].min(dt);
+                    }
+                    PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
                 }
-                PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
-            } else if rank == peer {
-                if shim == 1 {
-                    own_probe.recv(
-                        buf.as_mut_ptr().cast(),
-                        8,
-                        c.byte,
-                        0,
-                        8,
-                        comm,
-                        None,
-                        &mut st,
-                    );
-                } else {
-                    PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 8, comm, &mut st);
-                }
-                PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
-            }
-            // Receive side: rank 1 receives a message known to have arrived.
-            if rank == 0 {
-                if shim == 1 {
-                    own_probe.send(
-                        Mode::Standard,
-                        buf.as_ptr().cast(),
-                        8,
-                        c.byte,
-                        peer,
-                        10,
-                        comm,
-                    );
-                } else {
-                    PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 10, comm);
-                }
-                PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
-            } else if rank == peer {
-                let mut flag: c_int = 0;
-                while flag == 0 {
-                    PMPI_Iprobe(0, 10, comm, &mut flag, &mut st);
-                }
-                let t0 = now();
-                if shim == 1 {
-                    own_probe.recv(
-                        buf.as_mut_ptr().cast(),
-                        8,
-                        c.byte,
-                        0,
-                        10,
-                        comm,
-                        None,
-                        &mut st,
-                    );
-                } else {
-                    PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 10, comm, &mut st);
-                }
-                let dt = (now() - t0) as f64;
-                if timed {
-                    best[1][shim] = best[1][shim].min(dt);
-                }
-                PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
             }
         }
         // Each side was timed on one rank only; elsewhere both minima are still
@@ -774,7 +780,9 @@ unsafe fn measure_native(
                 &mut st,
             );
         }
-        own_probe.free_kept();
+        if let Some(p) = own_probe {
+            p.free_kept();
+        }
         let mut out = [0f64; SIZES.len() + 2];
         out[..SIZES.len()].copy_from_slice(&result);
         out[SIZES.len()] = own(best[0]);
@@ -796,23 +804,6 @@ unsafe fn measure_native(
             from_half_rtt,
         }
     }
-}
-
-/// The knobs `cfg` runs the machinery of (set above zero for some pair,
-/// or armed), as `LOGGP_ARM` bits.
-fn active_knobs(cfg: &Config) -> u8 {
-    use loggp_core::config::{ARM_G, ARM_G_R, ARM_G_S, ARM_L, ARM_O_R, ARM_O_S};
-    [
-        (cfg.any_l(), ARM_L),
-        (cfg.any_o_s(), ARM_O_S),
-        (cfg.any_o_r(), ARM_O_R),
-        (cfg.any_g_s(), ARM_G_S),
-        (cfg.any_g_r(), ARM_G_R),
-        (cfg.any_g_big(), ARM_G),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .fold(0, |a, (_, b)| a | b)
 }
 
 /// What start-up learns about the native machine and the shim itself.
@@ -1376,24 +1367,4 @@ fn json_escape(s: &str) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The start-up probes arm what the job runs: a knob set (for some
-    /// pair) or armed, and nothing at zero knobs.
-    #[test]
-    fn probes_arm_the_knobs_the_job_runs() {
-        use loggp_core::config::{ARM_G, ARM_L, ARM_O_R, ARM_O_S};
-        let cfg = |v: &[(&str, &str)]| Config::from_vars(v.iter().copied()).unwrap();
-        assert_eq!(active_knobs(&cfg(&[("LOGGP_VT", "on")])), 0);
-        assert_eq!(active_knobs(&cfg(&[("LOGGP_L", "1ns")])), ARM_L);
-        assert_eq!(active_knobs(&cfg(&[("LOGGP_O_S", "5us@from=1")])), ARM_O_S);
-        assert_eq!(
-            active_knobs(&cfg(&[("LOGGP_O_R", "1us"), ("LOGGP_ARM", "G")])),
-            ARM_O_R | ARM_G
-        );
-    }
 }

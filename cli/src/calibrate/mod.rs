@@ -495,7 +495,7 @@ impl Opts {
     /// its distribution and the seed when it is varied.
     pub fn vars(&self, knob: &Knob, value: &str) -> Vec<(String, String)> {
         let mut v = vec![("LOGGP_VT".to_string(), "on".to_string())];
-        if crate::sweep::ARMED_WHEN_SWEPT.contains(&knob.name) {
+        if crate::knobs::armed_when_swept(knob.name) != 0 {
             v.push(("LOGGP_ARM".to_string(), knob.name.to_string()));
         }
         if let Some(var) = knob_var(knob.name) {

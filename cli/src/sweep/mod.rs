@@ -415,7 +415,7 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
         .cloned()
         .collect();
     // Every run with the shim arms the swept knobs (LOGGP_ARM, those of
-    // `ARMED_WHEN_SWEPT`), the baseline too: their machinery runs at zero
+    // `knobs::ARMED_WHEN_SWEPT`), the baseline too: their machinery runs at zero
     // as at any value, so the step from the baseline to a knob's first
     // value is the knob's alone.
     // Unarmed, a knob at zero takes the shim's idle lanes and its first
@@ -426,7 +426,7 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
         all.iter()
             .find(|(k, _)| k == "LOGGP_ARM")
             .map(|(_, v)| v.as_str()),
-    );
+    )?;
     let with_vt = |mut vars: Vec<(String, String)>| {
         vars.push(("LOGGP_VT".to_string(), "on".to_string()));
         if let Some(a) = &arm {
@@ -464,35 +464,28 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
     })
 }
 
-/// The knobs a sweep arms when it sweeps them: those whose timed paths
-/// cost what no value absorbs. `o_s` and `o_r` are not among them: their
-/// spins are shortened by the shim's own cost per call, learned at start-up
-/// through the same paths (`set_own_costs`), so that a value is over the
-/// native call already; armed, a baseline would carry that cost unspent.
-pub const ARMED_WHEN_SWEPT: [&str; 4] = ["L", "g_s", "g_r", "G"];
-
 /// `LOGGP_ARM` of the sweep's runs with the shim: the environment's
-/// (`env`), then those of the swept knobs (by name, a targeted one's
-/// selection left out: its machinery runs for every pair) that
-/// `ARMED_WHEN_SWEPT` lists; `None` where that is nothing.
-fn armed_knobs<'a>(swept: impl IntoIterator<Item = &'a str>, env: Option<&str>) -> Option<String> {
-    if env.is_some_and(|v| v.trim() == "all") {
-        return Some("all".to_string());
-    }
-    let mut names: Vec<&str> = env
-        .map(str::trim)
-        .filter(|v| !v.is_empty() && *v != "none")
-        .into_iter()
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .collect();
+/// (`env`), and the swept knobs (by name, a targeted one's selection left
+/// out: its machinery runs for every pair) that `knobs::ARMED_WHEN_SWEPT`
+/// holds; `None` where that is nothing. Parsed and printed by the shim's
+/// own code (`loggp_core::config::armed`, `arm_text`).
+fn armed_knobs<'a>(
+    swept: impl IntoIterator<Item = &'a str>,
+    env: Option<&str>,
+) -> Result<Option<String>, String> {
+    use loggp_core::config::{arm_text, armed, ARM_ALL};
+    let mut bits = match env {
+        Some(v) => armed("LOGGP_ARM", v).map_err(|e| e.to_string())?,
+        None => 0,
+    };
     for name in swept {
-        let name = name.split('@').next().unwrap_or_default();
-        if ARMED_WHEN_SWEPT.contains(&name) && !names.contains(&name) {
-            names.push(name);
-        }
+        bits |= crate::knobs::armed_when_swept(name.split('@').next().unwrap_or_default());
     }
-    (!names.is_empty()).then(|| names.join(","))
+    Ok(match bits {
+        0 => None,
+        ARM_ALL => Some("all".to_string()),
+        b => Some(arm_text(b)),
+    })
 }
 
 /// One configuration: its point and the variables of its runs with the
@@ -854,18 +847,31 @@ mod tests {
 
     #[test]
     fn a_sweep_arms_the_knobs_whose_machinery_no_value_absorbs() {
-        assert_eq!(armed_knobs(["L"], None).as_deref(), Some("L"));
+        let arm = |swept: &[&str], env| armed_knobs(swept.iter().copied(), env).unwrap();
+        assert_eq!(arm(&["L"], None).as_deref(), Some("L"));
+        // in LOGGP_ARM's order (the shim's `arm_text`)
         assert_eq!(
-            armed_knobs(["L@inter", "o_s", "G", "g_r@pairs=0:1", "o_r", "g_s"], None).as_deref(),
-            Some("L,G,g_r,g_s")
+            arm(
+                &["L@inter", "o_s", "G", "g_r@pairs=0:1", "o_r", "g_s"],
+                None
+            )
+            .as_deref(),
+            Some("L,g_s,g_r,G")
         );
         // o_s and o_r: their values are over the native call already
-        assert_eq!(armed_knobs(["o_s", "o_r"], None), None);
+        assert_eq!(arm(&["o_s", "o_r"], None), None);
         // the environment's LOGGP_ARM is kept, each knob once
-        assert_eq!(armed_knobs(["L"], Some("o_s,L")).as_deref(), Some("o_s,L"));
-        assert_eq!(armed_knobs(["o_r"], Some(" o_r ")).as_deref(), Some("o_r"));
-        assert_eq!(armed_knobs(["L"], Some("none")).as_deref(), Some("L"));
-        assert_eq!(armed_knobs(["o_s"], Some("all")).as_deref(), Some("all"));
+        assert_eq!(arm(&["L"], Some("o_s,L")).as_deref(), Some("L,o_s"));
+        assert_eq!(arm(&["o_r"], Some(" o_r ")).as_deref(), Some("o_r"));
+        assert_eq!(arm(&["L"], Some("none")).as_deref(), Some("L"));
+        assert_eq!(arm(&["o_s"], Some("all")).as_deref(), Some("all"));
+        assert_eq!(
+            arm(&["o_s"], Some("L,o_s,o_r,g_s,g_r,G")).as_deref(),
+            Some("all")
+        );
+        // a bad one is the shim's error, naming the variable
+        let e = armed_knobs(["L"], Some("l")).unwrap_err();
+        assert!(e.contains("LOGGP_ARM") && e.contains("o_s"), "{e}");
     }
 
     fn knob(values: &[(&str, f64)]) -> Knob {
