@@ -712,11 +712,11 @@ impl Engine {
                 std::slice::from_raw_parts_mut(statuses, len)
             };
             // Which of ours did the native completion wait for?
-            let (rc_native, absent) = if self.uses_seen {
-                self.waitall_seen(rs, sts)
+            let mut seen = self.uses_seen.then(|| SeenArrays::new(len));
+            let rc_native = if let Some(a) = seen.as_mut() {
+                self.waitall_seen(rs, sts, a)
             } else {
-                let rc = PMPI_Waitall(as_int(len), rs.as_mut_ptr(), sts.as_mut_ptr());
-                (rc, Small::new(false, 0))
+                PMPI_Waitall(as_int(len), rs.as_mut_ptr(), sts.as_mut_ptr())
             };
             // The messages it waited for came by the time it returned; the
             // deliveries below may wait, and must not count from later.
@@ -742,6 +742,7 @@ impl Engine {
             let mut last = self.c.request_null;
             // When request `i`'s message came, if the native wait waited
             // for it.
+            let absent: &[bool] = seen.as_ref().map_or(&[], |a| &a.absent);
             let came_to = |i: usize| absent.get(i).copied().unwrap_or(false).then_some(came);
             // At zero knobs, the light requests at the head of the array
             // in one pass; the loop below goes on from the first request
@@ -800,6 +801,9 @@ impl Engine {
                 self.finish_of_waitall(i, sts, in_status, came_to(i), &mut rc_all, |st, rc| {
                     self.finish_taken(&mut p, st, rc)
                 });
+            }
+            if let Some(a) = seen.as_mut() {
+                a.give_back();
             }
             rc_all
         }
@@ -897,9 +901,9 @@ impl Engine {
     /// The native part of `waitall_native_first` where what the receiver
     /// saw of arrivals counts (`uses_seen`): MPI_Testsome (at most two
     /// passes) completes the requests that are complete already,
-    /// MPI_Waitall the rest; the
-    /// second list says which requests it waited for (`true`). Statuses
-    /// and the return code are those of one Waitall over them all.
+    /// MPI_Waitall the rest; `arrays.absent` (`SeenArrays::new(len)`)
+    /// then says which requests it waited for (`true`). Statuses and the
+    /// return code are those of one Waitall over them all.
     /// (Asking each request first, MPI_Request_get_status, ran Open MPI's
     /// progress engine once per incomplete request: ~400 instructions per
     /// message at a 64-message window, `scripts/bench-instr.sh`.)
@@ -907,17 +911,22 @@ impl Engine {
         &self,
         rs: &mut [Request],
         sts: &mut [Status],
-    ) -> (c_int, Small<bool, 8>) {
+        arrays: &mut SeenArrays,
+    ) -> c_int {
         unsafe {
             let len = rs.len();
-            let mut absent = Small::<bool, 8>::new(false, len);
+            debug_assert_eq!(arrays.absent.len(), len);
+            let SeenArrays {
+                absent,
+                early,
+                idx,
+                got,
+            } = arrays;
             for (a, &k) in absent.iter_mut().zip(rs.iter()) {
                 *a = k != self.c.request_null;
             }
-            // Statuses of what the Testsome passes completed, by index.
-            let mut early = Small::<Option<Status>, 8>::new(None, len);
-            let mut idx = Small::<c_int, 8>::new(0, len);
-            let mut got = Small::<Status, 8>::new(Status::zeroed(), len);
+            // `early`: statuses of what the Testsome passes completed, by
+            // index.
             let mut e1 = false;
             // Two passes: a Testsome that finds nothing complete may only
             // have driven the progress that completes what has arrived
@@ -934,7 +943,7 @@ impl Engine {
                 );
                 let in_status = rc == abi::ERR_IN_STATUS;
                 if rc != abi::SUCCESS && !in_status {
-                    return (rc, absent);
+                    return rc;
                 }
                 if out == abi::UNDEFINED {
                     // Every request null or inactive (now): nothing more.
@@ -967,7 +976,7 @@ impl Engine {
             };
             let e2 = rc2 == abi::ERR_IN_STATUS;
             if rc2 != abi::SUCCESS && !e2 {
-                return (rc2, absent);
+                return rc2;
             }
             for (s, e) in sts.iter_mut().zip(early.iter()) {
                 match e {
@@ -978,12 +987,11 @@ impl Engine {
                     None => {}
                 }
             }
-            let rc = if e1 || e2 {
+            if e1 || e2 {
                 abi::ERR_IN_STATUS
             } else {
                 abi::SUCCESS
-            };
-            (rc, absent)
+            }
         }
     }
 
@@ -1425,5 +1433,105 @@ fn recall_status(r: Request, s: &mut Status, take: bool) {
     }
     if take {
         seen.swap_remove(i);
+    }
+}
+
+/// `Engine::waitall_seen`'s per-request arrays: which requests MPI's
+/// Waitall waited for (`absent`), and what its Testsome passes completed
+/// (`early`, with their indices and statuses, `idx` and `got`). On the
+/// stack for a few requests (`Small`); for more, their heap vectors are
+/// kept per thread between calls (`give_back`): taken anew, four
+/// malloc/free pairs per Waitall of 64 receives cost ~24 of the
+/// receiver's instructions per message under an armed L
+/// (`scripts/bench-instr.sh openmpi LOGGP_ARM=L`).
+pub(super) struct SeenArrays {
+    pub(super) absent: Small<bool, 8>,
+    early: Small<Option<Status>, 8>,
+    idx: Small<c_int, 8>,
+    got: Small<Status, 8>,
+}
+
+/// The vectors of the last `SeenArrays` given back on this thread.
+#[derive(Default)]
+struct SeenHeap {
+    absent: Vec<bool>,
+    early: Vec<Option<Status>>,
+    idx: Vec<c_int>,
+    got: Vec<Status>,
+}
+
+thread_local! {
+    static SEEN_HEAP: std::cell::Cell<SeenHeap> = const {
+        std::cell::Cell::new(SeenHeap {
+            absent: Vec::new(),
+            early: Vec::new(),
+            idx: Vec::new(),
+            got: Vec::new(),
+        })
+    };
+}
+
+/// `v` holding `len` copies of `x`, as a `Small`'s heap.
+fn refill<T: Copy, const N: usize>(mut v: Vec<T>, x: T, len: usize) -> Small<T, N> {
+    v.clear();
+    v.resize(len, x);
+    Small::Heap(v)
+}
+
+impl SeenArrays {
+    /// Arrays for `len` requests: nothing absent, nothing early.
+    #[inline(always)]
+    pub(super) fn new(len: usize) -> Self {
+        if len <= 8 {
+            return SeenArrays {
+                absent: Small::new(false, len),
+                early: Small::new(None, len),
+                idx: Small::new(0, len),
+                got: Small::new(Status::zeroed(), len),
+            };
+        }
+        Self::kept(len)
+    }
+
+    /// `new` beyond the stack's room: the vectors this thread kept.
+    #[inline(never)]
+    fn kept(len: usize) -> Self {
+        // (A thread past its thread-locals' end allocates.)
+        let h = SEEN_HEAP.try_with(|c| c.take()).unwrap_or_default();
+        SeenArrays {
+            absent: refill(h.absent, false, len),
+            early: refill(h.early, None, len),
+            idx: refill(h.idx, 0, len),
+            got: refill(h.got, Status::zeroed(), len),
+        }
+    }
+
+    /// Keeps the heap vectors for this thread's next `new` (what a
+    /// nested call kept meanwhile is dropped), leaving these empty.
+    /// (By reference: a move of the arrays, ~500 bytes on the stack for
+    /// a Sendrecv's two requests, is a memcpy.)
+    pub(super) fn give_back(&mut self) {
+        let (Small::Heap(absent), Small::Heap(early), Small::Heap(idx), Small::Heap(got)) = (
+            &mut self.absent,
+            &mut self.early,
+            &mut self.idx,
+            &mut self.got,
+        ) else {
+            return;
+        };
+        let (absent, early, idx, got) = (
+            std::mem::take(absent),
+            std::mem::take(early),
+            std::mem::take(idx),
+            std::mem::take(got),
+        );
+        let _ = SEEN_HEAP.try_with(|c| {
+            c.set(SeenHeap {
+                absent,
+                early,
+                idx,
+                got,
+            })
+        });
     }
 }

@@ -233,7 +233,9 @@ impl Engine {
             let keys = reqs;
             let mut sts = [Status::zeroed(); 2];
             // Here `uses_seen`: the one-call path above serves the rest.
-            let (rc_native, absent) = self.waitall_seen(&mut reqs, &mut sts);
+            let mut seen = complete::SeenArrays::new(2);
+            let rc_native = self.waitall_seen(&mut reqs, &mut sts, &mut seen);
+            let absent = &seen.absent;
             let came = now();
             let in_status = rc_native == abi::ERR_IN_STATUS;
             let failed = rc_native != abi::SUCCESS && !in_status;
