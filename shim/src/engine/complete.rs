@@ -1451,6 +1451,9 @@ pub(super) struct SeenArrays {
     got: Small<Status, 8>,
 }
 
+/// The most requests whose `SeenArrays` vectors a thread keeps.
+const SEEN_KEPT_MAX: usize = 4096;
+
 /// The vectors of the last `SeenArrays` given back on this thread.
 #[derive(Default)]
 struct SeenHeap {
@@ -1519,6 +1522,11 @@ impl SeenArrays {
         ) else {
             return;
         };
+        if absent.capacity() > SEEN_KEPT_MAX {
+            // A rare huge Waitall: its ~60 bytes per request are not
+            // kept for the rest of the run.
+            return;
+        }
         let (absent, early, idx, got) = (
             std::mem::take(absent),
             std::mem::take(early),
@@ -1533,5 +1541,49 @@ impl SeenArrays {
                 got,
             })
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Up to 8 requests on the stack; beyond, the vectors a thread gave
+    /// back are the next ones' (no allocation), filled anew; a huge
+    /// Waitall's are not kept.
+    #[test]
+    fn seen_arrays_reuse_a_threads_vectors() {
+        let a = SeenArrays::new(8);
+        assert!(matches!(a.absent, Small::Stack(..)));
+        assert_eq!(a.absent.len(), 8);
+        let mut a = SeenArrays::new(64);
+        assert_eq!(
+            (a.absent.len(), a.early.len(), a.idx.len(), a.got.len()),
+            (64, 64, 64, 64)
+        );
+        a.absent[3] = true;
+        a.early[5] = Some(Status::zeroed());
+        let kept = a.early.as_ptr();
+        a.give_back();
+        let b = SeenArrays::new(40);
+        assert_eq!(b.early.as_ptr(), kept, "the kept vector is reused");
+        assert_eq!(b.absent.len(), 40);
+        assert!(b.absent.iter().all(|&x| !x) && b.early.iter().all(Option::is_none));
+        // Another thread has its own.
+        let other = std::thread::spawn(|| SeenArrays::new(64).early.as_ptr() as usize)
+            .join()
+            .unwrap();
+        assert_ne!(other, kept as usize);
+        let mut huge = SeenArrays::new(SEEN_KEPT_MAX + 1);
+        huge.give_back();
+        let c = SeenArrays::new(64);
+        assert_eq!(c.early.len(), 64);
+        let Small::Heap(v) = &c.early else {
+            panic!("64 requests on the heap");
+        };
+        assert!(
+            v.capacity() <= SEEN_KEPT_MAX,
+            "a huge Waitall's vectors are not kept"
+        );
     }
 }
