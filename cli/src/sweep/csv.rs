@@ -72,9 +72,10 @@ pub fn points_csv(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "# loggp sweep: one row per point. figure: {}; slowdown_pct = 100 (figure / baseline {} - 1); native: without the shim; baseline: virtual time on, every knob 0, the swept L, g_s, g_r, G armed (LOGGP_ARM)",
+        "# loggp sweep: one row per point. figure: {}; slowdown_pct = 100 (figure / baseline {} - 1); native: without the shim; baseline: virtual time on, every knob 0, armed (LOGGP_ARM, in every run with the shim): {}",
         figure_name(r),
-        r.stat.name()
+        r.stat.name(),
+        r.armed_text()
     );
     s.push_str("knob,value,x,unit,n,failed,median,min,q1,q3,max,slowdown_pct_median,slowdown_pct_min,slowdown_pct_q1,slowdown_pct_q3,slowdown_pct_max\n");
     let mut row = |knob: &str, unit: &str, p: &PointStats| {

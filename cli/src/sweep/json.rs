@@ -39,9 +39,11 @@ struct SweepFile<'a> {
     resolution_pct: Option<f64>,
     /// Without the shim.
     native: JsonPoint<'a>,
-    /// Virtual time on, every knob 0, the swept L, g_s, g_r, G armed
-    /// (`LOGGP_ARM`).
+    /// Virtual time on, every knob 0, the knobs of `armed` armed.
     baseline: JsonPoint<'a>,
+    /// `LOGGP_ARM` of every run with the shim, the baseline's included
+    /// (null: nothing armed).
+    armed: Option<&'a str>,
     /// Baseline against native.
     emulation_cost: Option<JsonCost>,
     knobs: Vec<JsonKnob<'a>>,
@@ -272,6 +274,7 @@ pub fn json(r: &Report) -> String {
         resolution_pct: r.resolution_pct(r.metric.is_some()),
         native: JsonPoint::from(&r.native),
         baseline: JsonPoint::from(&r.baseline),
+        armed: r.armed.as_deref(),
         emulation_cost: r.emulation_cost().map(|c| JsonCost {
             native: c.native,
             baseline: c.baseline,

@@ -204,6 +204,16 @@ pub struct Report {
     /// `--precision` (% per unit) and `--max-runs`, when asked for.
     pub precision: Option<f64>,
     pub max_runs: Option<usize>,
+    /// `LOGGP_ARM` of every run with the shim, the baseline's included
+    /// (`armed_knobs`; `None`: nothing armed).
+    pub armed: Option<String>,
+}
+
+impl Report {
+    /// The armed knobs as the summary says them.
+    pub fn armed_text(&self) -> &str {
+        self.armed.as_deref().unwrap_or("none")
+    }
 }
 
 impl Report {
@@ -453,7 +463,7 @@ pub fn main(args: Args) -> Result<ExitCode, String> {
     }
     job::ensure_writable(&o.out)?;
     job::install_signal_forwarding();
-    let report = sweep(&o, mpi, &shim, &configs, &background);
+    let report = sweep(&o, mpi, &shim, &configs, &background, arm);
     let files = report::write_all(&report, &o.out)?;
     print!("{}", report::summary_text(&report));
     println!("written: {}", files.join(", "));
@@ -513,6 +523,7 @@ fn sweep(
     shim: &std::path::Path,
     configs: &[Config],
     background: &[(String, String)],
+    armed: Option<String>,
 ) -> Report {
     let empty = |label: &str| PointStats {
         label: label.into(),
@@ -535,6 +546,7 @@ fn sweep(
         complete: true,
         precision: o.precision,
         max_runs: o.max_runs,
+        armed,
     };
     for kn in &o.knobs {
         if let Ok(v) = std::env::var(kn.var) {
@@ -1035,6 +1047,7 @@ mod tests {
             native,
             precision: None,
             max_runs: None,
+            armed: Some("L".into()),
             command: vec![
                 "mpirun".into(),
                 "-np".into(),
@@ -1121,6 +1134,18 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("emulation cost: the baseline takes +"), "{md}");
+        // what the baseline armed, in every form
+        assert!(md.contains("every knob 0, armed: L)"), "{md}");
+        assert_eq!(v["armed"], "L");
+        assert!(
+            points.starts_with("# loggp sweep")
+                && points
+                    .lines()
+                    .next()
+                    .unwrap()
+                    .ends_with("with the shim): L"),
+            "{points}"
+        );
         let text = report::summary_text(&r);
         assert!(
             text.contains("sensitivity at 0 (95 %)") && text.contains("%/us ["),

@@ -124,7 +124,8 @@ fn head_lines(r: &Report) -> Vec<String> {
     }
     match desc(&r.baseline) {
         Some(d) => v.push(format!(
-            "baseline (virtual time on, every knob 0, the swept L, g_s, g_r, G armed): {d}; points compared by their {}",
+            "baseline (virtual time on, every knob 0, armed: {}): {d}; points compared by their {}",
+            r.armed_text(),
             r.stat.name()
         )),
         None => v.push("baseline: no successful run, so no slowdown can be computed".into()),
