@@ -670,62 +670,42 @@ unsafe fn measure_native(
         let mut best = [[f64::INFINITY; 2]; 2]; // [send|recv][raw|shim]
         let mut ack = [0u8; 1];
         if let Some(own_probe) = own_probe.as_ref() {
+            // One 8-byte message through the probe engine (`shim` 1) or
+            // MPI alone (0), sent to `peer` or received from rank 0.
+            let p = buf.as_mut_ptr().cast::<c_void>();
+            let send8 = |shim: usize, tag: c_int| {
+                if shim == 1 {
+                    own_probe.send(Mode::Standard, p, 8, c.byte, peer, tag, comm);
+                } else {
+                    PMPI_Send(p, 8, c.byte, peer, tag, comm);
+                }
+            };
+            let recv8 = |shim: usize, tag: c_int, st: &mut Status| {
+                if shim == 1 {
+                    own_probe.recv(p, 8, c.byte, 0, tag, comm, None, st);
+                } else {
+                    PMPI_Recv(p, 8, c.byte, 0, tag, comm, st);
+                }
+            };
             for k in 0..1200 {
                 let shim = k % 2;
                 let timed = k >= 200;
                 // Send side.
                 if rank == 0 {
                     let t0 = now();
-                    if shim == 1 {
-                        own_probe.send(
-                            Mode::Standard,
-                            buf.as_ptr().cast(),
-                            8,
-                            c.byte,
-                            peer,
-                            8,
-                            comm,
-                        );
-                    } else {
-                        PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 8, comm);
-                    }
+                    send8(shim, 8);
                     let dt = (now() - t0) as f64;
                     if timed {
                         best[0][shim] = best[0][shim].min(dt);
                     }
                     PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
                 } else if rank == peer {
-                    if shim == 1 {
-                        own_probe.recv(
-                            buf.as_mut_ptr().cast(),
-                            8,
-                            c.byte,
-                            0,
-                            8,
-                            comm,
-                            None,
-                            &mut st,
-                        );
-                    } else {
-                        PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 8, comm, &mut st);
-                    }
+                    recv8(shim, 8, &mut st);
                     PMPI_Send(ack.as_ptr().cast(), 1, c.byte, 0, 9, comm);
                 }
                 // Receive side: rank 1 receives a message known to have arrived.
                 if rank == 0 {
-                    if shim == 1 {
-                        own_probe.send(
-                            Mode::Standard,
-                            buf.as_ptr().cast(),
-                            8,
-                            c.byte,
-                            peer,
-                            10,
-                            comm,
-                        );
-                    } else {
-                        PMPI_Send(buf.as_ptr().cast(), 8, c.byte, peer, 10, comm);
-                    }
+                    send8(shim, 10);
                     PMPI_Recv(ack.as_mut_ptr().cast(), 1, c.byte, peer, 9, comm, &mut st);
                 } else if rank == peer {
                     let mut flag: c_int = 0;
@@ -733,20 +713,7 @@ unsafe fn measure_native(
                         PMPI_Iprobe(0, 10, comm, &mut flag, &mut st);
                     }
                     let t0 = now();
-                    if shim == 1 {
-                        own_probe.recv(
-                            buf.as_mut_ptr().cast(),
-                            8,
-                            c.byte,
-                            0,
-                            10,
-                            comm,
-                            None,
-                            &mut st,
-                        );
-                    } else {
-                        PMPI_Recv(buf.as_mut_ptr().cast(), 8, c.byte, 0, 10, comm, &mut st);
-                    }
+                    recv8(shim, 10, &mut st);
                     let dt = (now() - t0) as f64;
                     if timed {
                         best[1][shim] = best[1][shim].min(dt);
