@@ -248,45 +248,67 @@ pub fn ring_blocks(r: usize, p: usize, k: usize) -> (usize, usize) {
     ((r + p - k) % p, (r + 2 * p - k - 1) % p)
 }
 
-/// The partners of a rank's recursive-doubling steps, in order: one per
-/// bit of a rank at most (an MPI rank is a C `int`: 31 bits), kept in
-/// place (the shim's every Allreduce and Barrier asks; a `Vec` was a
-/// malloc and a free per call).
+/// The partners of a rank's recursive-doubling steps, in order: step k
+/// pairs the new rank `me` with `me ^ 2^k` (k < log2 `q`), whose real rank
+/// is `2·nd + 1` below `rem` and `nd + rem` from there (the fold of
+/// [`doubling_allreduce`]; `rem` 0 for no fold). Worked out per step, not
+/// kept: a kept list (32 words) was zeroed and copied twice per call, ~90
+/// of the shim's ~1,100 instructions per 8-byte Allreduce at two ranks
+/// (`scripts/bench-instr-coll.sh`), and every Allreduce and Barrier asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Peers {
-    d: [u32; 32],
-    n: usize,
+    me: usize,
+    q: usize,
+    rem: usize,
 }
 
 impl Peers {
-    pub fn new(ds: impl IntoIterator<Item = usize>) -> Peers {
-        let mut p = Peers { d: [0; 32], n: 0 };
-        for d in ds.into_iter().take(32) {
-            p.d[p.n] = u32::try_from(d).unwrap_or(u32::MAX);
-            p.n += 1;
+    /// `me < q`, `q` a power of two.
+    fn new(me: usize, q: usize, rem: usize) -> Peers {
+        debug_assert!(q.is_power_of_two() && me < q);
+        Peers { me, q, rem }
+    }
+    fn real(&self, nd: usize) -> usize {
+        if nd < self.rem {
+            nd * 2 + 1
+        } else {
+            nd + self.rem
         }
-        p
     }
     pub fn len(&self) -> usize {
-        self.n
+        self.q.trailing_zeros() as usize
     }
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.len() == 0
     }
     pub fn get(&self, k: usize) -> Option<usize> {
-        self.d[..self.n].get(k).map(|&d| d as usize)
+        (k < self.len()).then(|| self.real(self.me ^ (1 << k)))
     }
-    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.d[..self.n].iter().map(|&d| d as usize)
+    pub fn iter(&self) -> PeersIter {
+        PeersIter { p: *self, k: 0 }
+    }
+}
+
+/// [`Peers`] in step order.
+pub struct PeersIter {
+    p: Peers,
+    k: usize,
+}
+
+impl Iterator for PeersIter {
+    type Item = usize;
+    fn next(&mut self) -> Option<usize> {
+        let d = self.p.get(self.k)?;
+        self.k += 1;
+        Some(d)
     }
 }
 
 impl IntoIterator for Peers {
     type Item = usize;
-    type IntoIter =
-        std::iter::Map<std::iter::Take<std::array::IntoIter<u32, 32>>, fn(u32) -> usize>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.d.into_iter().take(self.n).map(|d| d as usize)
+    type IntoIter = PeersIter;
+    fn into_iter(self) -> PeersIter {
+        self.iter()
     }
 }
 
@@ -311,7 +333,7 @@ pub fn doubling_barrier(r: usize, p: usize) -> Doubling {
     }
     Doubling::Core {
         extra: (r < p - q).then_some(r + q),
-        peers: Peers::new(hypercube(r, q).map(|(_, d)| d)),
+        peers: Peers::new(r, q, 0),
     }
 }
 
@@ -330,10 +352,9 @@ pub fn doubling_allreduce(r: usize, p: usize) -> Doubling {
     } else {
         r - rem
     };
-    let real = |nd: usize| if nd < rem { nd * 2 + 1 } else { nd + rem };
     Doubling::Core {
         extra: (r < 2 * rem).then(|| r - 1),
-        peers: Peers::new(hypercube(nr, q).map(|(_, nd)| real(nd))),
+        peers: Peers::new(nr, q, rem),
     }
 }
 
@@ -614,12 +635,14 @@ mod tests {
             check_doubling(p, |r| doubling_allreduce(r, p));
         }
         assert_eq!(doubling_allreduce(0, 6), Doubling::Extra { partner: 1 });
+        let Doubling::Core { extra, peers } = doubling_allreduce(1, 6) else {
+            panic!("rank 1 of 6 is an extra");
+        };
+        assert_eq!(extra, Some(0));
+        assert_eq!(peers.iter().collect::<Vec<_>>(), [3, 4]);
         assert_eq!(
-            doubling_allreduce(1, 6),
-            Doubling::Core {
-                extra: Some(0),
-                peers: Peers::new([3, 4])
-            }
+            (peers.len(), peers.get(1), peers.get(2)),
+            (2, Some(4), None)
         );
         assert_eq!(doubling_barrier(5, 6), Doubling::Extra { partner: 1 });
     }
