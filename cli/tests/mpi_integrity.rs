@@ -115,6 +115,42 @@ fn integrity_mpich() {
     run_all(Mpi::Mpich, "integrity", &[2, 3], "integrity: PASS", true);
 }
 
+/// Persistent sends above `LOGGP_INLINE_MAX` (`tests/progs/psplit.c`):
+/// whole and in order under every configuration at np = 2 and 3, and,
+/// with virtual time on, sent split as nonblocking ones are (rank 0's
+/// shim counts its 19 Starts as "sent split" at `LOGGP_LOG=debug`; by a
+/// struct datatype they moved at 0.5-0.7x native bandwidth,
+/// `bench/persistent_bw.c`).
+fn persistent_split(mpi: Mpi) {
+    run_all(mpi, "psplit", &[2, 3], "psplit: PASS", false);
+    let out = Job::new(mpi, "psplit")
+        .np(2)
+        .via(Via::Direct)
+        .var("LOGGP_VT", "on")
+        .var("LOGGP_LOG", "debug")
+        .run();
+    out.expect_pass("psplit: PASS");
+    let lines = out.shim_lines();
+    let rank0 = lines
+        .iter()
+        .find(|l| l.contains("rank 0:") && l.contains("sent split"));
+    assert!(
+        rank0.is_some_and(|l| l.contains(", 19 sent split")),
+        "rank 0 must have sent its 19 persistent Starts split, got {rank0:?}\n{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn persistent_split_openmpi() {
+    persistent_split(Mpi::OpenMpi);
+}
+
+#[test]
+fn persistent_split_mpich() {
+    persistent_split(Mpi::Mpich);
+}
+
 #[test]
 fn semantics_openmpi() {
     run_all(Mpi::OpenMpi, "semantics", &[2, 3], "semantics: PASS", false);

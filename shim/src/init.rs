@@ -1192,12 +1192,14 @@ pub unsafe fn before_finalize() {
             let k = &e.counters;
             log::line(&format!(
                 "rank {}: {sends} sends ({bytes_sent} B), {recvs} deliveries ({bytes_recv} B), \
-             {:.1} us holding {} deliveries, {:.1} us waiting to depart, {} probed early",
+             {:.1} us holding {} deliveries, {:.1} us waiting to depart, {} probed early, \
+             {} sent split",
                 e.rank,
                 held_ns as f64 / 1e3,
                 holds,
                 k.send_wait_ns.load(Ordering::Relaxed) as f64 / 1e3,
-                k.probed.load(Ordering::Relaxed)
+                k.probed.load(Ordering::Relaxed),
+                k.split.load(Ordering::Relaxed)
             ));
         }
         let private = PRIVATE.get().map(|p| p.0);

@@ -72,7 +72,7 @@ impl Engine {
                 Pending::Recv(wire) => {
                     let payload = wire.payload_len(status_bytes(st, self.c.byte)) as u64;
                     let h = wire.header();
-                    self.ready_at(gate, h.d, h.src(), h.l, payload)
+                    self.ready_at(gate, h.d, h.src(), h.l(), payload)
                 }
                 Pending::PRecv {
                     served: Some(s), ..
@@ -97,7 +97,7 @@ impl Engine {
                         _ => got.saturating_sub(hdr_len(at, got)),
                     } as u64;
                     let h = Header::read_from(at);
-                    self.ready_at(gate, h.d, h.src(), h.l, payload)
+                    self.ready_at(gate, h.d, h.src(), h.l(), payload)
                 }
                 _ => 0,
             }
@@ -115,13 +115,23 @@ impl Engine {
     ) -> c_int {
         unsafe {
             if matches!(e.kind(), Kind::Send | Kind::PSend) {
-                if let Some(Pending::Send {
-                    header: Some(h), ..
-                }) = e.data_mut()
-                {
-                    // A split send's header: sent before its payload, which
-                    // has arrived (this request), so this returns at once.
-                    PMPI_Wait(h, status_ignore());
+                match e.data_mut() {
+                    Some(Pending::Send {
+                        header: Some(h), ..
+                    })
+                    | Some(Pending::PSend {
+                        split:
+                            Some(PSplit {
+                                header: Some(h), ..
+                            }),
+                        ..
+                    }) => {
+                        // A split send's header: sent before its payload,
+                        // which has arrived (this request), so this returns
+                        // at once.
+                        PMPI_Wait(h, status_ignore());
+                    }
+                    _ => {}
                 }
                 if block {
                     self.hold_until(e.complete_at());
@@ -197,6 +207,7 @@ impl Engine {
                 dest,
                 tag,
                 comm,
+                split,
                 ..
             } => Pending::PSend {
                 hdr: Box::new(**hdr),
@@ -207,6 +218,13 @@ impl Engine {
                 dest: *dest,
                 tag: *tag,
                 comm: *comm,
+                // The header's request moves to the working copy, which
+                // completion waits for; the live entry keeps the buffer.
+                split: split.as_mut().map(|s| PSplit {
+                    ptag: s.ptag,
+                    buf: Vec::new(),
+                    header: s.header.take(),
+                }),
             },
             // Served from the stash: its message moves to the working copy
             // (the live entry turns inactive).

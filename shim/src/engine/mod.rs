@@ -241,6 +241,8 @@ pub(super) struct State {
     /// under the lock each departure takes anyway: an atomic addition
     /// (a locked instruction) per message cost more.
     seq: u32,
+    /// Payload tags of persistent split sends (`PTags`).
+    ptags: PTags,
 }
 
 // SAFETY: request handles are plain values MPI lets any thread use; the
@@ -354,6 +356,9 @@ pub struct Counters {
     /// Time spent waiting for departure (queue full, blocking completion), ns.
     pub send_wait_ns: AtomicU64,
     pub probed: AtomicU64,
+    /// Sends above `LOGGP_INLINE_MAX` that went split (`MAGIC_SPLIT`),
+    /// persistent ones' Starts included.
+    pub split: AtomicU64,
 }
 
 pub struct Engine {
@@ -913,6 +918,7 @@ impl Engine {
                     bytes_recv: 0,
                     gate_wait_ns: 0,
                     gate_holds: 0,
+                    ptags: PTags::default(),
                     seq: 0,
                 }),
             },

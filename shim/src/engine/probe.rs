@@ -392,7 +392,7 @@ impl Engine {
             if self.hosts {
                 s.gate.observe(now(), h.d, h.lag, payload);
             }
-            let k = self.recv_knobs(h.src(), h.l);
+            let k = self.recv_knobs(h.src(), h.l());
             let arrival = s
                 .gate
                 .arrival_for(h.src(), h.d, payload, Seen::Unknown, k.as_ref());
@@ -406,7 +406,7 @@ impl Engine {
                 d: h.d,
                 lag: h.lag,
                 src: h.src(),
-                l: h.l,
+                l: h.l(),
                 arrival,
                 seq: h.seq,
                 wire: v,

@@ -400,7 +400,7 @@ impl Engine {
                 set_status_bytes(st, self.c.byte, payload as u64);
             }
             let hdr = Header::read_from(s.ptr());
-            self.gate_timed(hdr.d, hdr.lag, hdr.src(), hdr.l, payload as u64, true);
+            self.gate_timed(hdr.d, hdr.lag, hdr.src(), hdr.l(), payload as u64, true);
             copy_bytes(s.ptr().add(at.at), s.slot().buf, payload);
             self.lock().slots.give(s);
         }
@@ -557,7 +557,7 @@ impl Engine {
             if got == HDR && hdr.magic() == MAGIC_SPLIT {
                 // The header came alone: its payload follows.
                 let (bytes, prc) = self.split_payload(wire, &hdr);
-                self.gate(hdr.d, hdr.lag, hdr.src(), hdr.l, bytes as u64, block);
+                self.gate(hdr.d, hdr.lag, hdr.src(), hdr.l(), bytes as u64, block);
                 if want_count || !ok(prc) {
                     set_status_bytes(st, self.c.byte, bytes as u64);
                 }
@@ -579,7 +579,7 @@ impl Engine {
                 self.escaped(st);
             }
             let payload = (got - HDR) as u64;
-            self.gate(hdr.d, hdr.lag, hdr.src(), hdr.l, payload, block);
+            self.gate(hdr.d, hdr.lag, hdr.src(), hdr.l(), payload, block);
             wire.place(got);
             if want_count {
                 set_status_bytes(st, self.c.byte, payload);
@@ -611,7 +611,7 @@ impl Engine {
                     return rc;
                 }
             };
-            self.gate(hdr.d, hdr.lag, hdr.src(), hdr.l, payload as u64, block);
+            self.gate(hdr.d, hdr.lag, hdr.src(), hdr.l(), payload as u64, block);
             if want_count || truncated {
                 set_status_bytes(st, self.c.byte, n as u64);
             }

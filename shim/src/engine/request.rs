@@ -17,6 +17,22 @@ pub(super) struct PStage {
     pub n: usize,
 }
 
+/// A persistent send above `LOGGP_INLINE_MAX`, sent split as a
+/// nonblocking one is (`Engine::isend_split`): the request is its
+/// payload's, `MPI_Ssend_init` to the destination's MPI_COMM_WORLD rank on
+/// `payload_comm` with the request's own tag `ptag` (`PTags`); every Start
+/// sends the header alone from `buf`, marked with that tag
+/// (`Header::set_ptag`), by `header`, which completion waits for. The
+/// payload goes synchronous: a Start may follow only its request's
+/// completion, so no two payloads of one request are ever unmatched
+/// together, and a receiver that saw two of its headers cannot give the
+/// later one's payload to the earlier.
+pub(super) struct PSplit {
+    pub ptag: u32,
+    pub buf: Vec<u8>,
+    pub header: Option<Request>,
+}
+
 /// Shim state attached to an MPI request; whether it is active and when a
 /// send completes are the table's (`lifecycle::Entry`).
 pub(super) enum Pending {
@@ -52,6 +68,9 @@ pub(super) enum Pending {
         dest: c_int,
         tag: c_int,
         comm: Comm,
+        /// Sent split (above `LOGGP_INLINE_MAX`): `hdr` and `staged`
+        /// unused.
+        split: Option<PSplit>,
     },
     /// Persistent buffered send: Start runs a buffered send and starts a
     /// PROC_NULL persistent request that stands for it. `dt` is the shim's
@@ -236,7 +255,7 @@ impl Engine {
             Some(Pending::Send {
                 header: Some(_),
                 ..
-            })
+            }) | Some(Pending::PSend { split: Some(_), .. })
         )
     }
 
@@ -317,9 +336,17 @@ impl Engine {
                     *req = self.c.request_null;
                     return abi::SUCCESS;
                 }
+                Some(Pending::PSend {
+                    split: Some(PSplit { ptag, .. }),
+                    ..
+                }) if idle => {
+                    // Completed (its header waited for): the tag is free.
+                    self.lock().ptags.give(ptag);
+                }
                 Some(p) if !idle => {
                     // MPI completes it in the background and may still write
-                    // the header or read the staging buffer: keep them alive.
+                    // the header or read the staging buffer: keep them alive
+                    // (a split one keeps its payload tag: `PTags`).
                     std::mem::forget(p);
                 }
                 Some(_) | None => {}

@@ -512,6 +512,7 @@ impl Engine {
                 PMPI_Request_free(req);
                 return Err(rc);
             }
+            self.counters.split.fetch_add(1, Ordering::Relaxed);
             Ok(Pending::Send {
                 _keep: Some(Stage::Heap(v)),
                 _hdr: None,
@@ -961,6 +962,9 @@ impl Engine {
             }
             let size = type_size(dt);
             let bytes = size * u64::try_from(count).unwrap_or(0);
+            if let Some(rc) = self.send_init_split(buf, count, dt, bytes, dest, tag, comm, req) {
+                return rc;
+            }
             let h = Box::new(Header::placeholder(self.rank));
             // Compact at every Start: a tiny payload, and no header field
             // the compact form leaves out (no drawn L; one host, where a
@@ -1016,10 +1020,66 @@ impl Engine {
                         dest,
                         tag,
                         comm,
+                        split: None,
                     },
                 );
             }
             rc
+        }
+    }
+
+    /// A persistent send above `LOGGP_INLINE_MAX` set up split (`PSplit`),
+    /// when it may go so and a payload tag is free; `None` to set it up
+    /// whole (by a struct datatype).
+    unsafe fn send_init_split(
+        &self,
+        buf: *const c_void,
+        count: c_int,
+        dt: Datatype,
+        bytes: u64,
+        dest: c_int,
+        tag: c_int,
+        comm: Comm,
+        req: *mut Request,
+    ) -> Option<c_int> {
+        unsafe {
+            let w = self.split_above_inline(bytes, dest, tag, comm)?;
+            let ptag = {
+                let limit = persistent_tags(self.payload_tags);
+                self.lock().ptags.take(limit)?
+            };
+            let rc = PMPI_Ssend_init(
+                buf,
+                count,
+                dt,
+                w,
+                c_int::try_from(ptag).unwrap_or(1),
+                self.payload_comm.0,
+                req,
+            );
+            if !ok(rc) {
+                self.lock().ptags.give(ptag);
+                return Some(rc);
+            }
+            self.lock().reqs.track(
+                key(*req),
+                Kind::PSend,
+                Pending::PSend {
+                    hdr: Box::new(Header::placeholder(self.rank)),
+                    compact: false,
+                    staged: None,
+                    bytes,
+                    dest,
+                    tag,
+                    comm,
+                    split: Some(PSplit {
+                        ptag,
+                        buf: vec![0u8; HDR],
+                        header: None,
+                    }),
+                },
+            );
+            Some(rc)
         }
     }
 
@@ -1120,12 +1180,35 @@ impl Engine {
                     Comm,
                 ),
                 Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
+                /// A split one (`PSplit`): the header's buffer, payload tag
+                /// and earlier header request, bytes, destination, tag,
+                /// communicator.
+                Split(*mut u8, u32, Option<Request>, u64, c_int, c_int, Comm),
                 Recv(*const PRecvArgs),
                 Other,
             }
             let started = {
                 let mut st = self.lock();
                 match st.reqs.start(key(*req)) {
+                    Some((
+                        _,
+                        Pending::PSend {
+                            split: Some(sp),
+                            bytes,
+                            dest,
+                            tag,
+                            comm,
+                            ..
+                        },
+                    )) => Started::Split(
+                        sp.buf.as_mut_ptr(),
+                        sp.ptag,
+                        sp.header.take(),
+                        *bytes,
+                        *dest,
+                        *tag,
+                        *comm,
+                    ),
                     Some((
                         _,
                         Pending::PSend {
@@ -1136,6 +1219,7 @@ impl Engine {
                             dest,
                             tag,
                             comm,
+                            split: None,
                         },
                     )) => Started::Send(
                         &mut **hdr,
@@ -1188,6 +1272,39 @@ impl Engine {
                     }
                     self.lock().reqs.set_complete_at(key(*req), dep.complete_at);
                     PMPI_Start(req)
+                }
+                Started::Split(p, ptag, earlier, bytes, dest, tag, comm) => {
+                    if let Some(mut h) = earlier {
+                        // Not waited for by a completion (none reads the
+                        // header before it rewrites it): done long since.
+                        PMPI_Wait(&mut h, status_ignore());
+                    }
+                    let (dep, mut h) = self.depart(bytes, dest, tag, comm);
+                    h.set_magic(MAGIC_SPLIT);
+                    h.set_ptag(ptag);
+                    h.write_to(p);
+                    self.lock().reqs.set_complete_at(key(*req), dep.complete_at);
+                    // The payload first, as `isend_split` sends it.
+                    let rc = PMPI_Start(req);
+                    if !ok(rc) {
+                        return rc;
+                    }
+                    let mut hr = self.c.request_null;
+                    let rc = PMPI_Isend(p.cast(), HDR_INT, self.c.packed, dest, tag, comm, &mut hr);
+                    if !ok(rc) {
+                        // Nobody will ask for the payload.
+                        PMPI_Cancel(req);
+                        PMPI_Wait(req, status_ignore());
+                        return rc;
+                    }
+                    if let Some(Pending::PSend {
+                        split: Some(sp), ..
+                    }) = self.lock().reqs.get_mut(key(*req))
+                    {
+                        sp.header = Some(hr);
+                    }
+                    self.counters.split.fetch_add(1, Ordering::Relaxed);
+                    abi::SUCCESS
                 }
                 Started::Bsend(buf, count, dt, dest, tag, comm) => {
                     let rc = self.bsend(buf, count, dt, dest, tag, comm);

@@ -28,6 +28,54 @@ pub(super) const MAGIC_SPLIT: u32 = 0x4C47_502B; // "LGP+"
 /// a 32-byte header paid that on every half round trip; Open MPI 4.1's
 /// fast size is 8 bytes of payload, which no header leaves).
 pub const COMPACT: usize = 16;
+
+/// Payload tags 1 ..= this on `Engine::payload_comm` belong to persistent
+/// split sends, one per request for its lifetime (`PTags`): a persistent
+/// request cannot change its tag from one Start to the next, as a
+/// nonblocking split send's does (`Header::payload_tag`). Where MPI's tag
+/// bound leaves fewer than twice as many, none (persistent sends then go
+/// by a struct datatype).
+pub(super) const PERSISTENT_TAGS: u32 = 1024;
+/// Where a split header's `l` carries a persistent send's payload tag
+/// (its top 16 bits: L itself stays below 2^48 ns, 78 hours).
+const PTAG_SHIFT: u32 = 48;
+const L_MASK: u64 = (1 << PTAG_SHIFT) - 1;
+const _: () = assert!(PERSISTENT_TAGS < 1 << (64 - PTAG_SHIFT));
+
+/// The payload tags of this rank's persistent split sends
+/// (1 ..= `PERSISTENT_TAGS`): one per request, given back when it is freed
+/// inactive. One freed while active keeps its tag (its payload may still
+/// be unmatched, and a second payload on that tag could be taken for it).
+#[derive(Default)]
+pub(super) struct PTags {
+    used: u32,
+    free: Vec<u32>,
+}
+
+impl PTags {
+    /// A tag below `limit` (`persistent_tags`) no live request has.
+    pub(super) fn take(&mut self, limit: u32) -> Option<u32> {
+        if let Some(t) = self.free.pop() {
+            return Some(t);
+        }
+        (self.used < limit).then(|| {
+            self.used += 1;
+            self.used
+        })
+    }
+    pub(super) fn give(&mut self, t: u32) {
+        self.free.push(t);
+    }
+}
+
+/// How many payload tags persistent sends have under a tag bound `tags`.
+pub(super) const fn persistent_tags(tags: u32) -> u32 {
+    if tags > 2 * PERSISTENT_TAGS {
+        PERSISTENT_TAGS
+    } else {
+        0
+    }
+}
 pub(super) const COMPACT_MAX: usize = HDR - COMPACT;
 /// `COMPACT` as MPI counts it.
 pub(super) const COMPACT_INT: c_int = 16;
@@ -55,6 +103,8 @@ pub struct Header {
     /// The added L of this message, drawn by the sender (`LOGGP_L_DIST`,
     /// `loggp_core::dist`) and raised so that it arrives no earlier than
     /// the message before it on its channel; unused while L is fixed.
+    /// Its top 16 bits (`PTAG_SHIFT`) carry a persistent split send's
+    /// payload tag (`Header::payload_tag`); read it with `l()`.
     pub(super) l: u64,
     /// How long before `d` the message was handed to MPI, ns (`d` lies
     /// later under g_s, G or a full send queue); `u32::MAX`: as long or
@@ -120,10 +170,29 @@ impl Header {
         }
     }
     /// The tag of this split message's payload on `Engine::payload_comm`:
-    /// 1 ..= `tags` from the sender's count of messages, so that payloads
-    /// of one sender in flight together have distinct tags.
+    /// a persistent send's own (`set_ptag`, 1 ..= `PERSISTENT_TAGS`),
+    /// else above those up to `tags`, from the sender's count of messages,
+    /// so that payloads of one sender in flight together have distinct
+    /// tags.
     pub(super) fn payload_tag(&self, tags: u32) -> c_int {
-        c_int::try_from(1 + self.seq % tags.max(1)).unwrap_or(1)
+        let p = self.l >> PTAG_SHIFT;
+        if p != 0 {
+            return c_int::try_from(p).unwrap_or(1);
+        }
+        let below = persistent_tags(tags);
+        c_int::try_from(1 + below + self.seq % (tags - below).max(1)).unwrap_or(1)
+    }
+
+    /// The added L (`l` without a persistent payload tag).
+    #[inline(always)]
+    pub(super) fn l(&self) -> u64 {
+        self.l & L_MASK
+    }
+
+    /// Marks a persistent split send's header with its payload's tag
+    /// (1 ..= `PERSISTENT_TAGS`).
+    pub(super) fn set_ptag(&mut self, ptag: u32) {
+        self.l = self.l & L_MASK | u64::from(ptag) << PTAG_SHIFT;
     }
     pub(super) fn write_to(&self, p: *mut u8) {
         // SAFETY: callers pass a buffer of at least HDR bytes.
@@ -973,6 +1042,48 @@ mod tests {
             let r = Header::read_from(b.as_ptr());
             assert_eq!((r.magic(), r.src(), r.d, r.l, r.seq), (magic, 7, 11, 13, 9));
         }
+    }
+
+    /// A persistent split send's payload tag travels in `l`'s top bits
+    /// beside the drawn L, which `l()` reads back alone; nonblocking split
+    /// sends' tags from the sequence number stay above every persistent
+    /// one, where the tag bound leaves room for both.
+    #[test]
+    fn payload_tags_of_persistent_and_nonblocking_sends_do_not_meet() {
+        let tags = 32767;
+        let mut h = header(2, 40, 5);
+        h.set_magic(MAGIC_SPLIT);
+        h.l = 1234;
+        assert_eq!(h.payload_tag(tags), 1 + 1024 + 40);
+        h.seq = u32::MAX;
+        let t = h.payload_tag(tags);
+        assert!(t > 1024 && t <= 32767 as c_int, "{t}");
+        h.set_ptag(7);
+        assert_eq!((h.payload_tag(tags), h.l()), (7, 1234));
+        h.set_ptag(PERSISTENT_TAGS);
+        assert_eq!((h.payload_tag(tags), h.l()), (1024, 1234));
+        let mut b = [0u8; HDR];
+        h.write_to(b.as_mut_ptr());
+        let r = Header::read_from(b.as_ptr());
+        assert_eq!((r.payload_tag(tags), r.l(), r.seq), (1024, 1234, u32::MAX));
+        // A tag bound without room for both: every tag from the sequence.
+        let mut h = header(2, 40, 5);
+        h.set_magic(MAGIC_SPLIT);
+        assert_eq!(persistent_tags(2048), 0);
+        assert_eq!(h.payload_tag(2048), 41);
+    }
+
+    /// Each live persistent request holds its own tag, up to the limit;
+    /// a tag given back is handed out again.
+    #[test]
+    fn persistent_tags_are_distinct_and_reused() {
+        let mut p = PTags::default();
+        let got: Vec<u32> = (0..3).map_while(|_| p.take(3)).collect();
+        assert_eq!(got, [1, 2, 3]);
+        assert_eq!(p.take(3), None);
+        p.give(2);
+        assert_eq!(p.take(3), Some(2));
+        assert_eq!(p.take(3), None);
     }
 
     /// What the compact form cannot carry keeps the full one: a drawn L, a
