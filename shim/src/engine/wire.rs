@@ -28,6 +28,13 @@ pub(super) const MAGIC_SPLIT: u32 = 0x4C47_502B; // "LGP+"
 /// a 32-byte header paid that on every half round trip; Open MPI 4.1's
 /// fast size is 8 bytes of payload, which no header leaves).
 pub const COMPACT: usize = 16;
+pub(super) const COMPACT_MAX: usize = HDR - COMPACT;
+/// `COMPACT` as MPI counts it.
+pub(super) const COMPACT_INT: c_int = 16;
+const _: () = assert!(COMPACT_INT as usize == COMPACT && HDR_INT as usize == HDR);
+pub(super) const MAGIC_COMPACT: u16 = 0x502D; // "-P"
+/// Ranks and sequence numbers a compact header holds (24 bits).
+pub(super) const COMPACT_MASK: u32 = 0x00FF_FFFF;
 
 /// Payload tags 1 ..= this on `Engine::payload_comm` belong to persistent
 /// split sends, one per request for its lifetime (`PTags`): a persistent
@@ -76,13 +83,6 @@ pub(super) const fn persistent_tags(tags: u32) -> u32 {
         0
     }
 }
-pub(super) const COMPACT_MAX: usize = HDR - COMPACT;
-/// `COMPACT` as MPI counts it.
-pub(super) const COMPACT_INT: c_int = 16;
-const _: () = assert!(COMPACT_INT as usize == COMPACT && HDR_INT as usize == HDR);
-pub(super) const MAGIC_COMPACT: u16 = 0x502D; // "-P"
-/// Ranks and sequence numbers a compact header holds (24 bits).
-pub(super) const COMPACT_MASK: u32 = 0x00FF_FFFF;
 
 /// The piggyback.
 #[repr(C)]
@@ -152,7 +152,9 @@ impl Header {
     pub(super) fn new(dep: &loggp_core::Departure, src: c_int, l: u64, seq: u32) -> Header {
         Header {
             head: head(MAGIC, u32::try_from(src).unwrap_or(0)),
-            l,
+            // Below the top 16 bits, which only a persistent split send's
+            // payload tag may fill: an L beyond 78 hours would read as one.
+            l: l.min(L_MASK),
             lag: u32::try_from(dep.d.saturating_sub(dep.ready)).unwrap_or(u32::MAX),
             seq,
             // Across hosts: the job's reference time base, tagged with this
@@ -1066,6 +1068,16 @@ mod tests {
         h.write_to(b.as_mut_ptr());
         let r = Header::read_from(b.as_ptr());
         assert_eq!((r.payload_tag(tags), r.l(), r.seq), (1024, 1234, u32::MAX));
+        // An L beyond 2^48 ns is kept below the tag's bits, never read as
+        // a persistent send's tag.
+        let dep = loggp_core::Departure {
+            ready: 0,
+            d: 0,
+            complete_at: 0,
+        };
+        let mut h = Header::new(&dep, 2, u64::MAX, 40);
+        h.set_magic(MAGIC_SPLIT);
+        assert_eq!((h.l(), h.payload_tag(tags)), (L_MASK, 1 + 1024 + 40));
         // A tag bound without room for both: every tag from the sequence.
         let mut h = header(2, 40, 5);
         h.set_magic(MAGIC_SPLIT);
