@@ -117,8 +117,9 @@ fn integrity_mpich() {
 
 /// Persistent sends above `LOGGP_INLINE_MAX` (`tests/progs/psplit.c`):
 /// whole and in order under every configuration at np = 2 and 3, and,
-/// with virtual time on, sent split as nonblocking ones are (rank 0's
-/// shim counts its 19 Starts as "sent split" at `LOGGP_LOG=debug`; by a
+/// with virtual time on, sent split as nonblocking ones are, standard ones
+/// from 64 KiB (rank 0's shim counts its 19 such Starts as "sent split" at
+/// `LOGGP_LOG=debug`, and not the 6 of a standard 20000-byte one; by a
 /// struct datatype they moved at 0.5-0.7x native bandwidth,
 /// `bench/persistent_bw.c`).
 fn persistent_split(mpi: Mpi) {

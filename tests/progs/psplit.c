@@ -2,7 +2,8 @@
  * which the shim sends split like nonblocking ones: the header alone on
  * the application's envelope, the payload as the application gave it on
  * the shim's own communicator, by a persistent synchronous send with a
- * tag of the request's own.
+ * tag of the request's own. Standard ones only from 64 KiB (below, an MPI
+ * may send them eagerly, which a synchronous payload would not).
  *
  * Run with np >= 2 as  psplit. Rank 0 sends to rank 1 (other ranks only
  * take part in the barriers):
@@ -13,10 +14,13 @@
  *      persistent receive and tag 8 by Irecv or by Recv, alternately;
  *   2. a third Send_init of 64 KiB (tag 9) started and freed while
  *      active (its message must still arrive whole), then a fourth (tag 10),
- *      set up after the first two are freed, ROUNDS rounds.
+ *      set up after the first two are freed, ROUNDS rounds;
+ *   3. a Send_init of 20000 bytes (tag 11), ROUNDS rounds: standard and
+ *      below 64 KiB, it does not go split.
  * Rank 1 checks every byte and every status (source, tag, count).
- * Rank 0 starts large persistent sends 2 * ROUNDS + 1 + ROUNDS times in
- * all: with LOGGP_LOG=debug its shim reports that many "sent split".
+ * Rank 0 starts persistent sends that go split 2 * ROUNDS + 1 + ROUNDS
+ * times in all: with LOGGP_LOG=debug its shim reports that many "sent
+ * split" (section 3's are not among them).
  * Prints "psplit: PASS" from rank 0, or "FAIL psplit rank R: ..." and
  * exits non-zero. */
 #include "common.h"
@@ -112,6 +116,24 @@ int main(int argc, char **argv) {
       memset(a, 0xEE, BIG + 1);
       MPI_OK(MPI_Recv(a, BIG + 1, MPI_BYTE, 0, 10, MPI_COMM_WORLD, &st[0]));
       check_msg(a, BIG, &st[0], 10, 400 + round);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  /* 3. Standard, below 64 KiB. */
+  if (my_rank == 0) {
+    MPI_OK(MPI_Send_init(b, MID, MPI_BYTE, 1, 11, MPI_COMM_WORLD, &q));
+    for (int round = 0; round < ROUNDS; round++) {
+      fill(b, MID, 0, 500 + round);
+      MPI_OK(MPI_Start(&q));
+      MPI_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    }
+    MPI_OK(MPI_Request_free(&q));
+  } else if (my_rank == 1) {
+    for (int round = 0; round < ROUNDS; round++) {
+      memset(b, 0xEE, MID + 1);
+      MPI_OK(MPI_Recv(b, MID + 1, MPI_BYTE, 0, 11, MPI_COMM_WORLD, &st[0]));
+      check_msg(b, MID, &st[0], 11, 500 + round);
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);

@@ -26,7 +26,8 @@ pub(super) struct PStage {
 /// payload goes synchronous: a Start may follow only its request's
 /// completion, so no two payloads of one request are ever unmatched
 /// together, and a receiver that saw two of its headers cannot give the
-/// later one's payload to the earlier.
+/// later one's payload to the earlier. (So a standard or ready one goes
+/// split only from `PSPLIT_MIN` bytes.)
 pub(super) struct PSplit {
     pub ptag: u32,
     pub buf: Vec<u8>,

@@ -962,7 +962,9 @@ impl Engine {
             }
             let size = type_size(dt);
             let bytes = size * u64::try_from(count).unwrap_or(0);
-            if let Some(rc) = self.send_init_split(buf, count, dt, bytes, dest, tag, comm, req) {
+            if let Some(rc) =
+                self.send_init_split(mode, buf, count, dt, bytes, dest, tag, comm, req)
+            {
                 return rc;
             }
             let h = Box::new(Header::placeholder(self.rank));
@@ -1030,9 +1032,11 @@ impl Engine {
 
     /// A persistent send above `LOGGP_INLINE_MAX` set up split (`PSplit`),
     /// when it may go so and a payload tag is free; `None` to set it up
-    /// whole (by a struct datatype).
+    /// whole (by a struct datatype). Its payload goes synchronous, so a
+    /// standard or ready one goes split only from `PSPLIT_MIN` bytes.
     unsafe fn send_init_split(
         &self,
+        mode: Mode,
         buf: *const c_void,
         count: c_int,
         dt: Datatype,
@@ -1043,6 +1047,9 @@ impl Engine {
         req: *mut Request,
     ) -> Option<c_int> {
         unsafe {
+            if mode != Mode::Synchronous && bytes < PSPLIT_MIN {
+                return None;
+            }
             let w = self.split_above_inline(bytes, dest, tag, comm)?;
             let ptag = {
                 let limit = persistent_tags(self.payload_tags);

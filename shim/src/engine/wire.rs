@@ -75,6 +75,15 @@ impl PTags {
     }
 }
 
+/// The smallest standard or ready persistent send that goes split: its
+/// payload goes synchronous (`request::PSplit`), and below this an MPI
+/// may move a message eagerly (Open MPI 4.1's TCP transport up to 64 KiB
+/// with its own header; its shared memory 4 KiB), so that a program
+/// which counts on that buffering (unsafe by MPI's rules, but it runs
+/// natively) would stall. A synchronous one goes split from
+/// `LOGGP_INLINE_MAX`.
+pub(super) const PSPLIT_MIN: u64 = 64 * 1024;
+
 /// How many payload tags persistent sends have under a tag bound `tags`.
 pub(super) const fn persistent_tags(tags: u32) -> u32 {
     if tags > 2 * PERSISTENT_TAGS {
