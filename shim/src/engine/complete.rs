@@ -219,10 +219,9 @@ impl Engine {
                 tag: *tag,
                 comm: *comm,
                 // The header's request moves to the working copy, which
-                // completion waits for; the live entry keeps the buffer.
+                // completion waits for; the live entry keeps its memory.
                 split: split.as_mut().map(|s| PSplit {
                     ptag: s.ptag,
-                    buf: Vec::new(),
                     header: s.header.take(),
                 }),
             },

@@ -21,7 +21,7 @@ pub(super) struct PStage {
 /// nonblocking one is (`Engine::isend_split`): the request is its
 /// payload's, `MPI_Ssend_init` to the destination's MPI_COMM_WORLD rank on
 /// `payload_comm` with the request's own tag `ptag` (`PTags`); every Start
-/// sends the header alone from `buf`, marked with that tag
+/// sends the header alone from the entry's `hdr`, marked with that tag
 /// (`Header::set_ptag`), by `header`, which completion waits for. The
 /// payload goes synchronous: a Start may follow only its request's
 /// completion, so no two payloads of one request are ever unmatched
@@ -30,7 +30,6 @@ pub(super) struct PStage {
 /// split only from `PSPLIT_MIN` bytes.)
 pub(super) struct PSplit {
     pub ptag: u32,
-    pub buf: Vec<u8>,
     pub header: Option<Request>,
 }
 
@@ -69,8 +68,8 @@ pub(super) enum Pending {
         dest: c_int,
         tag: c_int,
         comm: Comm,
-        /// Sent split (above `LOGGP_INLINE_MAX`): `hdr` and `staged`
-        /// unused.
+        /// Sent split (above `LOGGP_INLINE_MAX`): `hdr` is the header
+        /// sent alone, `compact` false and `staged` none.
         split: Option<PSplit>,
     },
     /// Persistent buffered send: Start runs a buffered send and starts a

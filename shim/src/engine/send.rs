@@ -1079,11 +1079,7 @@ impl Engine {
                     dest,
                     tag,
                     comm,
-                    split: Some(PSplit {
-                        ptag,
-                        buf: vec![0u8; HDR],
-                        header: None,
-                    }),
+                    split: Some(PSplit { ptag, header: None }),
                 },
             );
             Some(rc)
@@ -1187,10 +1183,10 @@ impl Engine {
                     Comm,
                 ),
                 Bsend(*const c_void, c_int, Datatype, c_int, c_int, Comm),
-                /// A split one (`PSplit`): the header's buffer, payload tag
+                /// A split one (`PSplit`): the header's box, payload tag
                 /// and earlier header request, bytes, destination, tag,
                 /// communicator.
-                Split(*mut u8, u32, Option<Request>, u64, c_int, c_int, Comm),
+                Split(*mut Header, u32, Option<Request>, u64, c_int, c_int, Comm),
                 Recv(*const PRecvArgs),
                 Other,
             }
@@ -1200,6 +1196,7 @@ impl Engine {
                     Some((
                         _,
                         Pending::PSend {
+                            hdr,
                             split: Some(sp),
                             bytes,
                             dest,
@@ -1208,7 +1205,7 @@ impl Engine {
                             ..
                         },
                     )) => Started::Split(
-                        sp.buf.as_mut_ptr(),
+                        &mut **hdr,
                         sp.ptag,
                         sp.header.take(),
                         *bytes,
@@ -1286,10 +1283,12 @@ impl Engine {
                         // header before it rewrites it): done long since.
                         PMPI_Wait(&mut h, status_ignore());
                     }
+                    // The box is stable and not in flight (the request was
+                    // inactive, its last header waited for).
                     let (dep, mut h) = self.depart(bytes, dest, tag, comm);
                     h.set_magic(MAGIC_SPLIT);
                     h.set_ptag(ptag);
-                    h.write_to(p);
+                    *p = h;
                     self.lock().reqs.set_complete_at(key(*req), dep.complete_at);
                     // The payload first, as `isend_split` sends it.
                     let rc = PMPI_Start(req);
@@ -1297,7 +1296,15 @@ impl Engine {
                         return rc;
                     }
                     let mut hr = self.c.request_null;
-                    let rc = PMPI_Isend(p.cast(), HDR_INT, self.c.packed, dest, tag, comm, &mut hr);
+                    let rc = PMPI_Isend(
+                        p.cast_const().cast(),
+                        HDR_INT,
+                        self.c.packed,
+                        dest,
+                        tag,
+                        comm,
+                        &mut hr,
+                    );
                     if !ok(rc) {
                         // Nobody will ask for the payload.
                         PMPI_Cancel(req);

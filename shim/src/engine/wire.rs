@@ -128,6 +128,10 @@ pub struct Header {
     pub(super) seq: u32,
 }
 
+// A header is sent and received from its own memory as `HDR` bytes (the
+// struct datatype's header block, a persistent split send's header).
+const _: () = assert!(std::mem::size_of::<Header>() == HDR);
+
 /// `Header::head` of `magic` and `src`: in memory, `magic`'s four bytes
 /// first (what a receiver reads as the magic at the message's start), on
 /// either byte order.
