@@ -38,6 +38,27 @@ static void check_msg(const unsigned char *b, size_t n, const MPI_Status *st, in
   CHECK(b[n] == 0xEE, "tag %d round %d: byte past the end written", tag, seq);
 }
 
+/* Rank 0: ROUNDS Start + Wait of `q` from `buf` (n bytes, round r's
+ * pattern seq0 + r), then frees it. */
+static void send_rounds(MPI_Request *q, unsigned char *buf, size_t n, int seq0) {
+  for (int round = 0; round < ROUNDS; round++) {
+    fill(buf, n, 0, seq0 + round);
+    MPI_OK(MPI_Start(q));
+    MPI_OK(MPI_Wait(q, MPI_STATUS_IGNORE));
+  }
+  MPI_OK(MPI_Request_free(q));
+}
+
+/* Rank 1: ROUNDS blocking receives of `send_rounds`' messages, checked. */
+static void recv_rounds(unsigned char *buf, size_t n, int tag, int seq0) {
+  for (int round = 0; round < ROUNDS; round++) {
+    MPI_Status st;
+    memset(buf, 0xEE, n + 1);
+    MPI_OK(MPI_Recv(buf, (int)n + 1, MPI_BYTE, 0, tag, MPI_COMM_WORLD, &st));
+    check_msg(buf, n, &st, tag, seq0 + round);
+  }
+}
+
 int main(int argc, char **argv) {
   int np;
   init_common("psplit", &argc, &argv);
@@ -102,39 +123,21 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Request_free(&q));
     CHECK(q == MPI_REQUEST_NULL, "Request_free of an active request left it");
     MPI_OK(MPI_Send_init(a, BIG, MPI_BYTE, 1, 10, MPI_COMM_WORLD, &q));
-    for (int round = 0; round < ROUNDS; round++) {
-      fill(a, BIG, 0, 400 + round);
-      MPI_OK(MPI_Start(&q));
-      MPI_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
-    }
-    MPI_OK(MPI_Request_free(&q));
+    send_rounds(&q, a, BIG, 400);
   } else if (my_rank == 1) {
     memset(c, 0xEE, BIG + 1);
     MPI_OK(MPI_Recv(c, BIG + 1, MPI_BYTE, 0, 9, MPI_COMM_WORLD, &st[0]));
     check_msg(c, BIG, &st[0], 9, 300);
-    for (int round = 0; round < ROUNDS; round++) {
-      memset(a, 0xEE, BIG + 1);
-      MPI_OK(MPI_Recv(a, BIG + 1, MPI_BYTE, 0, 10, MPI_COMM_WORLD, &st[0]));
-      check_msg(a, BIG, &st[0], 10, 400 + round);
-    }
+    recv_rounds(a, BIG, 10, 400);
   }
   MPI_Barrier(MPI_COMM_WORLD);
 
   /* 3. Standard, below 64 KiB. */
   if (my_rank == 0) {
     MPI_OK(MPI_Send_init(b, MID, MPI_BYTE, 1, 11, MPI_COMM_WORLD, &q));
-    for (int round = 0; round < ROUNDS; round++) {
-      fill(b, MID, 0, 500 + round);
-      MPI_OK(MPI_Start(&q));
-      MPI_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
-    }
-    MPI_OK(MPI_Request_free(&q));
+    send_rounds(&q, b, MID, 500);
   } else if (my_rank == 1) {
-    for (int round = 0; round < ROUNDS; round++) {
-      memset(b, 0xEE, MID + 1);
-      MPI_OK(MPI_Recv(b, MID + 1, MPI_BYTE, 0, 11, MPI_COMM_WORLD, &st[0]));
-      check_msg(b, MID, &st[0], 11, 500 + round);
-    }
+    recv_rounds(b, MID, 11, 500);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   free(a);
