@@ -105,6 +105,16 @@ impl Transit {
         Transit::from_points(&[small, large])
     }
 
+    /// Up to which size `of` is one value, and that value rounded to ns
+    /// (`round_ns`): the model is flat up to its first point (a line
+    /// through no points, at size 0 alone).
+    pub fn flat_head(&self) -> (u64, u64) {
+        match self.points().first() {
+            Some(&(s, t)) if self.n >= 2 => (s, round_ns(t)),
+            _ => (0, round_ns(self.of(0))),
+        }
+    }
+
     /// The measured points, e.g. for a log line.
     pub fn points(&self) -> &[(u64, f64)] {
         &self.pts[..self.n]
@@ -256,6 +266,9 @@ pub struct RecvGate {
     /// Some pair has an added `L` or a `G` floor (`uses_seen`).
     any_l_or_g: bool,
     transit: Transit,
+    /// `transit.flat_head()`: the transit of this rank's own class of
+    /// pairs at small sizes without the float model (`class_of`).
+    flat: (u64, u64),
     last_delivery: Option<u64>,
     /// Smallest `now - d` seen by `reserve` since the last
     /// `take_min_one_way`: the one-way time from the sender's departure
@@ -285,6 +298,7 @@ impl RecvGate {
             knobs: cfg.plain_knobs(),
             any_l_or_g: cfg.any_l() || cfg.any_g_big(),
             transit,
+            flat: transit.flat_head(),
             last_delivery: None,
             min_one_way: u64::MAX,
             hosts: None,
@@ -355,6 +369,34 @@ impl RecvGate {
         }
     }
 
+    /// `local` and the native transit of the message's class at its size:
+    /// on one host, a small message's from `flat` (a tenth of the gate's
+    /// instructions per message, a float model and its rounding, were
+    /// spent on a constant: `scripts/bench-instr-pingpong.sh openmpi
+    /// LOGGP_ARM=L`).
+    #[inline(always)]
+    fn class_of(&self, d: u64, bytes: u64) -> (u64, Class) {
+        if self.hosts.is_none() && bytes <= self.flat.0 {
+            let class = Class {
+                ns: self.flat.1,
+                per_byte_ns: self.transit.per_byte_ns,
+            };
+            return (d, class);
+        }
+        self.class_modelled(d, bytes)
+    }
+
+    /// `class_of` through `local` and the float model.
+    #[inline(never)]
+    fn class_modelled(&self, d: u64, bytes: u64) -> (u64, Class) {
+        let (local, transit) = self.local(d);
+        let class = Class {
+            ns: round_ns(transit.of(bytes)),
+            per_byte_ns: transit.per_byte_ns,
+        };
+        (local, class)
+    }
+
     /// Virtual arrival of a message that departed at `d`, as the receiver
     /// `seen` it arrive natively.
     pub fn arrival_seen(&self, d: u64, bytes: u64, seen: Seen) -> u64 {
@@ -371,11 +413,7 @@ impl RecvGate {
         if k.l == 0 && k.g_big == 0.0 {
             return 0;
         }
-        let (d, transit) = self.local(d);
-        let class = Class {
-            ns: round_ns(transit.of(bytes)),
-            per_byte_ns: transit.per_byte_ns,
-        };
+        let (d, class) = self.class_of(d, bytes);
         self.arrival_of(src, d, class, bytes, seen, k)
     }
 
@@ -480,11 +518,7 @@ impl RecvGate {
         seen: Seen,
         k: Option<&Knobs>,
     ) -> u64 {
-        let (local, transit) = self.local(d);
-        let class = Class {
-            ns: round_ns(transit.of(bytes)),
-            per_byte_ns: transit.per_byte_ns,
-        };
+        let (local, class) = self.class_of(d, bytes);
         let class_ns = class.ns;
         let one_way = now.saturating_sub(local);
         self.min_one_way = self.min_one_way.min(one_way);
@@ -973,6 +1007,32 @@ mod tests {
         assert!((t.per_byte_ns - slope).abs() < 1e-12);
         assert!((t.of(2_097_152) - (70_000.0 + slope * 1_048_576.0)).abs() < 1e-6);
         assert_eq!(t.points().len(), 5);
+    }
+
+    /// `flat_head` is what `of` gives, rounded, at every size up to it,
+    /// and `of` differs just beyond it (where the model rises there), for
+    /// models through no, one, two and several points.
+    #[test]
+    fn the_flat_head_is_the_model_at_small_sizes() {
+        let models = [
+            Transit::default(),
+            Transit::from_points(&[(8, 240.4)]),
+            Transit::from_two_points((8, 240.6), (1 << 20, 60_000.0)),
+            Transit::from_points(&[(1, 200.0), (64, 210.0), (4096, 900.0), (1 << 20, 60_000.0)]),
+            Transit::from_two_points((16, 300.0), (1024, 250.0)),
+        ];
+        for t in models {
+            let (upto, ns) = t.flat_head();
+            for b in 0..=upto {
+                assert_eq!(round_ns(t.of(b)), ns, "{t:?} at {b} B");
+            }
+            if t.of(upto + 1) > t.of(upto) + 0.5 {
+                assert_ne!(round_ns(t.of(upto + 1)), ns, "{t:?} beyond {upto} B");
+            }
+        }
+        let t = Transit::from_points(&[(1, 200.0), (64, 210.0), (4096, 900.0)]);
+        assert_eq!(t.flat_head(), (1, 200));
+        assert_eq!(Transit::from_points(&[(8, 240.4)]).flat_head(), (0, 240));
     }
 
     #[test]
