@@ -409,6 +409,10 @@ pub struct Engine {
     /// The sender only stamps its departures (`Config::sender_stamps_only`;
     /// not `idle_send`): `Engine::depart_stamp`.
     stamp_send: bool,
+    /// `stamp_send` on one host, with compact headers
+    /// (`compact_src`): a small message's header is written from the
+    /// rank, the sequence number and the stamp (`Engine::slot_stamped`).
+    stamp_compact: bool,
     /// The shim's own cost per send and per receive (`set_own_costs`).
     own_send_ns: u64,
     own_recv_ns: u64,
@@ -944,6 +948,8 @@ impl Engine {
                 || cfg.any_o_s()
                 || cfg.varied()),
             stamp_send: cfg.sender_stamps_only(),
+            stamp_compact: cfg.sender_stamps_only()
+                && u32::try_from(rank).is_ok_and(|r| r <= COMPACT_MASK),
             compact_src: u32::try_from(rank).is_ok_and(|r| r <= COMPACT_MASK),
             compact_head: compact_head(u32::try_from(rank).unwrap_or(0)),
             own_send_ns: 0,
@@ -977,6 +983,7 @@ impl Engine {
         self.hosts = true;
         self.idle_gate = false;
         self.idle_send = false;
+        self.stamp_compact = false;
     }
 
     /// Whether the sender's and the gate's idle lanes serve this rank

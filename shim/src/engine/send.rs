@@ -399,8 +399,12 @@ impl Engine {
                 self.lock().slots.give(s);
                 return rc;
             }
-            let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
-            let s = self.slot_for_send(hdr, 0, buf, n);
+            let (s, dep) = if self.stamp_compact(n) {
+                self.slot_stamped(buf, n)
+            } else {
+                let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
+                (self.slot_for_send(hdr, 0, buf, n), dep)
+            };
             let rc = mode.send_own(s.ptr().cast(), as_int(s.slot().len), t, dest, tag, comm);
             self.lock().slots.give(s);
             if dep.complete_at > dep.ready {
@@ -677,6 +681,10 @@ impl Engine {
                         let s = self.slot_idle(buf, n);
                         return self.isend_slot(mode, s, 0, dest, tag, comm, req);
                     }
+                    if self.stamp_compact(n) {
+                        let (s, dep) = self.slot_stamped(buf, n);
+                        return self.isend_slot(mode, s, dep.ready, dest, tag, comm, req);
+                    }
                     let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
                     let s = self.slot_for_send(hdr, dep.complete_at, buf, n);
                     return self.isend_slot(mode, s, dep.ready, dest, tag, comm, req);
@@ -710,9 +718,50 @@ impl Engine {
                 let seq = st.next_seq();
                 (st.slots.take(n), seq)
             };
-            write_idle_compact(s.ptr(), self.compact_head, seq);
+            write_compact(s.ptr(), self.compact_head, seq, 0);
             fill_send_slot(&s, COMPACT, buf, n, 0);
             s
+        }
+    }
+
+    /// Whether a send of `n` contiguous bytes departs by `slot_stamped`:
+    /// a sender that only stamps its departures (`stamp_send`, an added
+    /// L alone for instance), on one host, and a message its compact
+    /// header carries whole.
+    #[inline(always)]
+    fn stamp_compact(&self, n: usize) -> bool {
+        self.stamp_compact && n <= COMPACT_MAX
+    }
+
+    /// `depart_stamp` and `slot_for_send` of a sender that only stamps
+    /// (`stamp_compact`) in one borrow of the state, as `slot_idle` is
+    /// for an idle sender: the slot holds `[compact header][n bytes at
+    /// buf]`, the header written from the rank, the sequence number and
+    /// the departure alone, its emulated completion the departure. (Through
+    /// `depart` and `slot_for_send`, the header built whole, checked for
+    /// the compact form and written, cost the L sweep's sender ~60 of its
+    /// instructions per message, `scripts/bench-instr.sh openmpi
+    /// LOGGP_ARM=L`.)
+    #[inline(never)]
+    pub(super) unsafe fn slot_stamped(
+        &self,
+        buf: *const c_void,
+        n: usize,
+    ) -> (SlotRef, loggp_core::Departure) {
+        unsafe {
+            let t = now();
+            let (s, seq, dep) = {
+                let mut st = self.lock();
+                st.sends += 1;
+                st.bytes_sent += n as u64;
+                let seq = st.next_seq();
+                (st.slots.take(n), seq, st.send.stamp(t))
+            };
+            // As `Header::new` writes it (in the job's time base where
+            // start-up has synchronised hosts' clocks).
+            write_compact(s.ptr(), self.compact_head, seq, crate::clock::stamp(dep.d));
+            fill_send_slot(&s, COMPACT, buf, n, dep.complete_at);
+            (s, dep)
         }
     }
 
@@ -731,6 +780,9 @@ impl Engine {
         unsafe {
             if self.idle_compact(n) {
                 return self.slot_idle(buf, n);
+            }
+            if self.stamp_compact(n) {
+                return self.slot_stamped(buf, n).0;
             }
             let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
             self.slot_for_send(hdr, dep.complete_at, buf, n)

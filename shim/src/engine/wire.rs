@@ -257,22 +257,22 @@ impl Header {
 }
 
 /// The first word of the compact header of rank `src` (`COMPACT_MASK` at
-/// most) without its sequence number (`write_idle_compact`).
+/// most) without its sequence number (`write_compact`).
 pub(super) fn compact_head(src: u32) -> u64 {
     u64::from(MAGIC_COMPACT) | u64::from(src) << 16
 }
 
-/// Writes at `p` the compact header of a departure at 0 (an idle sender,
-/// one host: the stamp of 0 is 0) of the sender whose `compact_head` is
-/// `head`, its `seq`th message: what `Header::new` and
-/// `Header::write_compact_to` write there, from three values.
+/// Writes at `p` the compact header of the `seq`th message of the sender
+/// whose `compact_head` is `head`, departed at `d` (0 for an idle sender;
+/// else the departure's stamp, `clock::stamp`): what `Header::new` and
+/// `Header::write_compact_to` write there, from four values.
 #[inline(always)]
-pub(super) unsafe fn write_idle_compact(p: *mut u8, head: u64, seq: u32) {
+pub(super) unsafe fn write_compact(p: *mut u8, head: u64, seq: u32, d: u64) {
     // SAFETY: callers pass a buffer of at least COMPACT bytes.
     unsafe {
         p.cast::<u64>()
             .write_unaligned(head | u64::from(seq & COMPACT_MASK) << 40);
-        p.add(8).cast::<u64>().write_unaligned(0);
+        p.add(8).cast::<u64>().write_unaligned(d);
     }
 }
 
@@ -1008,26 +1008,29 @@ mod tests {
         assert_eq!(unsafe { hdr_len(b.as_ptr(), COMPACT - 1) }, HDR);
     }
 
-    /// An idle sender's header, written from rank and sequence number
-    /// alone (`write_idle_compact`), is byte for byte the compact header
-    /// of a departure at 0 (`Header::new`, `write_compact_to`), and reads
-    /// back as it (the sequence number's low 24 bits).
+    /// The header of a sender that decides nothing or only stamps,
+    /// written from rank, sequence number and departure alone
+    /// (`write_compact`), is byte for byte the compact header of that
+    /// departure (`Header::new`, `write_compact_to`), and reads back as
+    /// it (the sequence number's low 24 bits).
     #[test]
-    fn idle_compact_is_a_departure_at_zero() {
-        let dep = loggp_core::Departure {
-            ready: 0,
-            d: 0,
-            complete_at: 0,
-        };
-        for (src, seq) in [(0, 0), (5, 7), (COMPACT_MASK, u32::MAX), (1, 0x0100_0001)] {
-            let h = Header::new(&dep, c_int::try_from(src).unwrap(), 0, seq);
-            assert!(h.compact(false), "rank {src}");
-            let (mut a, mut b) = ([0u8; COMPACT], [0u8; COMPACT]);
-            h.write_compact_to(a.as_mut_ptr());
-            unsafe { write_idle_compact(b.as_mut_ptr(), compact_head(src), seq) };
-            assert_eq!(a, b, "rank {src}, seq {seq}");
-            let r = Header::read_from(b.as_ptr());
-            assert_eq!((r.src(), r.seq, r.d), (src, seq & COMPACT_MASK, 0));
+    fn a_compact_header_from_four_values_is_header_new() {
+        for d in [0, 1, 0x0012_3456_789A_BCDE] {
+            let dep = loggp_core::Departure {
+                ready: d,
+                d,
+                complete_at: d,
+            };
+            for (src, seq) in [(0, 0), (5, 7), (COMPACT_MASK, u32::MAX), (1, 0x0100_0001)] {
+                let h = Header::new(&dep, c_int::try_from(src).unwrap(), 0, seq);
+                assert!(h.compact(false), "rank {src}");
+                let (mut a, mut b) = ([0u8; COMPACT], [0u8; COMPACT]);
+                h.write_compact_to(a.as_mut_ptr());
+                unsafe { write_compact(b.as_mut_ptr(), compact_head(src), seq, d) };
+                assert_eq!(a, b, "rank {src}, seq {seq}, d {d}");
+                let r = Header::read_from(b.as_ptr());
+                assert_eq!((r.src(), r.seq, r.d), (src, seq & COMPACT_MASK, d));
+            }
         }
     }
 
