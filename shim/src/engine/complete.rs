@@ -1405,8 +1405,10 @@ fn fail_in_status(sts: &mut [Status], i: usize, rc: c_int, in_status: bool, rc_a
 /// complete at a first or second MPI_Test (the message was there:
 /// `NOT_WAITED`), else waited for (it came as the wait ended: `CAME_NOW`).
 /// Twice, as `Engine::waitall_seen` does: a Test that finds it incomplete
-/// may only have driven the progress that completes it.
-#[inline(never)]
+/// may only have driven the progress that completes it. Inline: its
+/// callers are out of line already, and a call of its own cost a blocking
+/// receive under L ~20 instructions (`scripts/bench-instr-pingpong.sh`).
+#[inline(always)]
 pub(super) unsafe fn wait_seen(req: *mut Request, st: &mut Status) -> c_int {
     unsafe {
         for _ in 0..2 {
