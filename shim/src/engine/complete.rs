@@ -918,14 +918,9 @@ impl Engine {
                 let slot = s.slot();
                 let landed = if slot.recv { self.landed(s, st) } else { None };
                 if let Some(at) = landed {
-                    let h = Header::read_from(s.ptr());
                     let seen = came_to(i).map_or(Seen::Unknown, Seen::CameAt);
-                    let r = g
-                        .gate
-                        .reserve_for(h.src(), t, h.d, at.payload as u64, seen, None);
+                    let r = self.reserve_plain(&mut g, s, at.payload, t, seen);
                     if r > t {
-                        g.gate_wait_ns += r - t;
-                        g.gate_holds += 1;
                         drop(g);
                         self.pass_time(r, false);
                         t = r;
@@ -956,15 +951,10 @@ impl Engine {
 
     /// Whether `waitall_timed` finishes a Waitall's light requests: after
     /// a native completion that succeeded (`rc_native`), no cancel seen,
-    /// where the gate holds by L and G alone (`timed_batch`), for every
-    /// pair alike, on one host.
+    /// at a plain gate (`gate_is_plain`).
     #[inline(always)]
     fn finishes_timed(&self, rc_native: c_int) -> bool {
-        rc_native == abi::SUCCESS
-            && self.timed_batch
-            && self.from.is_empty()
-            && !self.hosts
-            && !cancels_seen()
+        rc_native == abi::SUCCESS && self.gate_is_plain() && !cancels_seen()
     }
 
     /// Whether a light request completed natively can be finished in the

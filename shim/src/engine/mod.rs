@@ -414,9 +414,11 @@ pub struct Engine {
     /// rank, the sequence number and the stamp (`Engine::slot_stamped`).
     stamp_compact: bool,
     /// The gate holds by L and G alone (some pair's), nothing else on the
-    /// receiver's side (no g_r, no o_r, nothing drawn): a Waitall's light
-    /// requests are delivered in one pass (`Engine::waitall_timed`).
-    timed_batch: bool,
+    /// receiver's side (no g_r, no o_r, nothing drawn): with every pair
+    /// alike and one host (`Engine::gate_is_plain`) a delivery is reserved
+    /// and made in one borrow of the state (`deliver_plain`), and a
+    /// Waitall's light requests in one pass (`waitall_timed`).
+    plain_gate: bool,
     /// The shim's own cost per send and per receive (`set_own_costs`).
     own_send_ns: u64,
     own_recv_ns: u64,
@@ -952,7 +954,7 @@ impl Engine {
                 || cfg.any_o_s()
                 || cfg.varied()),
             stamp_send: cfg.sender_stamps_only(),
-            timed_batch: (cfg.any_l() || cfg.any_g_big())
+            plain_gate: (cfg.any_l() || cfg.any_g_big())
                 && !(cfg.any_g_r() || cfg.any_o_r() || cfg.varied()),
             stamp_compact: cfg.sender_stamps_only()
                 && u32::try_from(rank).is_ok_and(|r| r <= COMPACT_MASK),

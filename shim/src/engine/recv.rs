@@ -395,6 +395,10 @@ impl Engine {
                 self.deliver_idle(&mut self.lock(), s, st, at, want_count);
                 return;
             }
+            if self.gate_is_plain() {
+                self.deliver_plain(s, st, at, want_count);
+                return;
+            }
             let payload = at.payload;
             if want_count {
                 set_status_bytes(st, self.c.byte, payload as u64);
@@ -403,6 +407,75 @@ impl Engine {
             self.gate_timed(hdr.d, hdr.lag, hdr.src(), hdr.l(), payload as u64, true);
             copy_bytes(s.ptr().add(at.at), s.slot().buf, payload);
             self.lock().slots.give(s);
+        }
+    }
+
+    /// Whether the gate holds by L and G alone (`plain_gate`), for every
+    /// pair alike (no targeting), on one host.
+    #[inline(always)]
+    pub(super) fn gate_is_plain(&self) -> bool {
+        self.plain_gate && self.from.is_empty() && !self.hosts
+    }
+
+    /// `deliver_slot` at a plain gate (`gate_is_plain`): the reservation
+    /// (`reserve_plain`), a hold where it says so, and `deliver_idle`, in
+    /// one borrow of the state unless it holds. (`gate_timed` and the
+    /// delivery apart took the state twice, and asked for the pair's
+    /// knobs, o_r and the hosts' drift.)
+    #[inline(never)]
+    unsafe fn deliver_plain(&self, s: SlotRef, st: &mut Status, at: Landed, want_count: bool) {
+        unsafe {
+            let t = now();
+            let seen = self.seen_at(t);
+            let mut g = self.lock();
+            let r = self.reserve_plain(&mut g, s, at.payload, t, seen);
+            if r > t {
+                drop(g);
+                self.pass_time(r, false);
+                g = self.lock();
+            }
+            self.deliver_idle(&mut g, s, st, at, want_count);
+        }
+    }
+
+    /// At a plain gate (`gate_is_plain`), in the state `g` the caller
+    /// holds: reserves the delivery of the message that landed in slot
+    /// `s` (`payload` bytes), natively there by `t` (`seen`: what the
+    /// native wait saw of it), and counts a hold. Returns when it is due
+    /// (after `t`: the caller waits for it).
+    #[inline(always)]
+    pub(super) unsafe fn reserve_plain(
+        &self,
+        g: &mut State,
+        s: SlotRef,
+        payload: usize,
+        t: u64,
+        seen: Seen,
+    ) -> u64 {
+        let h = Header::read_from(s.ptr());
+        let r = g
+            .gate
+            .reserve_for(h.src(), t, h.d, payload as u64, seen, None);
+        if r > t {
+            // Under the borrow taken anyway, as in `gate_timed`.
+            g.gate_wait_ns += r - t;
+            g.gate_holds += 1;
+        }
+        r
+    }
+
+    /// What the blocking wait that completed the message about to be
+    /// delivered saw of its arrival (`set_waited`), the time now being
+    /// `t`; nothing where nothing is looked at (`uses_seen`).
+    #[inline(always)]
+    fn seen_at(&self, t: u64) -> Seen {
+        if !self.uses_seen {
+            return Seen::Unknown;
+        }
+        match waited() {
+            NOT_WAITED => Seen::Unknown,
+            CAME_NOW => Seen::CameAt(t),
+            came => Seen::CameAt(came),
         }
     }
 
@@ -933,15 +1006,7 @@ impl Engine {
         let t = now();
         // At zero L and G nothing is looked at: no thread-local access on
         // the message path.
-        let seen = if !self.uses_seen {
-            Seen::Unknown
-        } else {
-            match waited() {
-                NOT_WAITED => Seen::Unknown,
-                CAME_NOW => Seen::CameAt(t),
-                came => Seen::CameAt(came),
-            }
-        };
+        let seen = self.seen_at(t);
         // Targeting: the knobs of the pair (source's MPI_COMM_WORLD rank
         // from the header, this rank).
         let k = self.recv_knobs(src, l);
