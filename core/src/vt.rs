@@ -509,6 +509,12 @@ impl RecvGate {
     /// that source's messages that much earlier. A receiver that takes a
     /// message late only ever sees it later than it came, so nothing
     /// moves a floor up.
+    ///
+    /// In line: the shim calls it once per delivery under L, and a call
+    /// of its own cost ~22 instructions of its ~70 (`scripts/
+    /// bench-instr-pingpong.sh openmpi LOGGP_ARM=L`; a plain `inline`
+    /// was not taken).
+    #[inline(always)]
     pub fn reserve_for(
         &mut self,
         src: u32,
