@@ -210,26 +210,17 @@ impl Engine {
                 Ok(s) => s,
                 Err(rc) => return Some(rc),
             };
-            let (dep, hdr) = self.depart(sn as u64, dest, stag, comm);
-            let ss = match self.post_send_slot(
-                Mode::Standard,
-                &dep,
-                hdr,
-                sbuf,
-                sn,
-                dest,
-                stag,
-                comm,
-                &mut reqs[0],
-            ) {
-                Ok(s) => s,
-                Err(rc) => {
-                    // As the general path leaves it: the receive posted
-                    // and entered.
-                    drop(self.lock().reqs.track_light(key(reqs[1]), rs, 0));
-                    return Some(rc);
-                }
-            };
+            let (ss, ready) =
+                match self.post_send_slot(Mode::Standard, sbuf, sn, dest, stag, comm, &mut reqs[0])
+                {
+                    Ok(s) => s,
+                    Err(rc) => {
+                        // As the general path leaves it: the receive posted
+                        // and entered.
+                        drop(self.lock().reqs.track_light(key(reqs[1]), rs, 0));
+                        return Some(rc);
+                    }
+                };
             let keys = reqs;
             let mut sts = [Status::zeroed(); 2];
             // Here `uses_seen`: the one-call path above serves the rest.
@@ -255,7 +246,7 @@ impl Engine {
                 if failed || (in_status && sts[i].error() == abi::ERR_PENDING) {
                     let mut st = self.lock();
                     if i == 0 {
-                        st.track_light_send(key(keys[0]), s, dep.ready);
+                        st.track_light_send(key(keys[0]), s, ready);
                     } else {
                         drop(st.reqs.track_light(key(keys[1]), s, 0));
                     }
@@ -302,7 +293,7 @@ impl Engine {
     ) -> c_int {
         unsafe {
             let rs = self.slot_for_recv(rbuf.cast(), rcap, comm);
-            let ss = self.slot_to_send(sbuf, sn, dest, stag, comm);
+            let (ss, _) = self.slot_to_send(sbuf, sn, dest, stag, comm);
             let mut st = Status::zeroed();
             let rc = PMPI_Sendrecv(
                 ss.ptr().cast(),

@@ -767,7 +767,9 @@ impl Engine {
 
     /// A slot holding the send of `n` contiguous bytes at `buf` (at most
     /// `slot_max`) to `dest`, departed (`slot_idle` for an idle sender,
-    /// else `depart` and `slot_for_send`), its emulated completion set.
+    /// `slot_stamped` for one that only stamps, else `depart` and
+    /// `slot_for_send`), its emulated completion set; and when the sender
+    /// was ready to send it (`Departure::ready`, 0 for an idle sender).
     #[inline(always)]
     pub(super) unsafe fn slot_to_send(
         &self,
@@ -776,16 +778,17 @@ impl Engine {
         dest: c_int,
         tag: c_int,
         comm: Comm,
-    ) -> SlotRef {
+    ) -> (SlotRef, u64) {
         unsafe {
             if self.idle_compact(n) {
-                return self.slot_idle(buf, n);
+                return (self.slot_idle(buf, n), 0);
             }
             if self.stamp_compact(n) {
-                return self.slot_stamped(buf, n).0;
+                let (s, dep) = self.slot_stamped(buf, n);
+                return (s, dep.ready);
             }
             let (dep, hdr) = self.depart(n as u64, dest, tag, comm);
-            self.slot_for_send(hdr, dep.complete_at, buf, n)
+            (self.slot_for_send(hdr, dep.complete_at, buf, n), dep.ready)
         }
     }
 
@@ -833,28 +836,27 @@ impl Engine {
         }
     }
 
-    /// Posts the nonblocking send of `n` contiguous bytes (at most
-    /// `slot_max`) departed as `dep`, its request in `*req`, without
+    /// Departs and posts the nonblocking send of `n` contiguous bytes (at
+    /// most `slot_max`; `slot_to_send`), its request in `*req`, without
     /// entering it in the request table (`sendrecv_slots` keeps it to
-    /// itself): the slot, or MPI's error with the slot given back.
+    /// itself): the slot and when the sender was ready to send it, or
+    /// MPI's error with the slot given back.
     #[inline(always)]
     pub(super) unsafe fn post_send_slot(
         &self,
         mode: Mode,
-        dep: &loggp_core::Departure,
-        hdr: Header,
         buf: *const c_void,
         n: usize,
         dest: c_int,
         tag: c_int,
         comm: Comm,
         req: *mut Request,
-    ) -> Result<SlotRef, c_int> {
+    ) -> Result<(SlotRef, u64), c_int> {
         unsafe {
-            let s = self.slot_for_send(hdr, dep.complete_at, buf, n);
+            let (s, ready) = self.slot_to_send(buf, n, dest, tag, comm);
             let rc = self.isend_staged(mode, &s, dest, tag, comm, req);
             if ok(rc) {
-                Ok(s)
+                Ok((s, ready))
             } else {
                 self.lock().slots.give(s);
                 Err(rc)
