@@ -36,7 +36,8 @@
  *      shim may take such a message off the network), then a receive or
  *      probe with MPI_ANY_TAG (and MPI_ANY_SOURCE) must still get A, the
  *      oldest match: through Recv, Irecv+Wait, Iprobe, Mprobe+Mrecv,
- *      Sendrecv, small and large (above the staging threshold);
+ *      Sendrecv, small and large (above the staging threshold); and past
+ *      150 older messages of another tag;
  *   8. a completion call that finds nothing complete leaves the status
  *      alone, every byte of it: Test, Testany, Testsome and Testall with
  *      flag false (outcount 0) and Request_get_status with flag false, on a
@@ -476,9 +477,10 @@ static void check_msg(const int *b, int n, const MPI_Status *st, int want_tag, c
 }
 
 static void overtaking(void) {
-  static const int ns[] = {4, 8192}; /* 16 B staged, 32 KiB zero-copy */
+  /* 8 B (tiny at zero knobs), 16 B staged, 32 KiB zero-copy */
+  static const int ns[] = {2, 4, 8192};
   enum { WAYS = 8 };
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < 3; k++) {
     int n = ns[k];
     int *b = malloc(sizeof(int) * (size_t)n * 3);
     for (int way = 0; way < WAYS; way++) {
@@ -545,6 +547,33 @@ static void overtaking(void) {
       }
     }
     free(b);
+  }
+}
+
+/* 7b. The same past many messages: rank 0 sends 150 two-int messages of
+ * tag 750 and then one of tag 751; rank 1 probes for 751 first (the shim
+ * takes the older ones off the network with it, some at a time), then
+ * receives all with MPI_ANY_TAG, which must come in the order sent. */
+static void overtaking_many(void) {
+  enum { M = 150 };
+  int b[2];
+  if (my_rank == 0) {
+    for (int j = 0; j <= M; j++) {
+      b[0] = j;
+      b[1] = -j;
+      MPI_OK(MPI_Send(b, 2, MPI_INT, 1, j < M ? 750 : 751, MPI_COMM_WORLD));
+    }
+  } else if (my_rank == 1) {
+    MPI_Status st;
+    MPI_OK(MPI_Probe(0, 751, MPI_COMM_WORLD, &st));
+    CHECK(st.MPI_TAG == 751, "overtake past %d: Probe(751) saw tag %d", M, st.MPI_TAG);
+    for (int j = 0; j <= M; j++) {
+      b[0] = b[1] = SENT;
+      MPI_OK(MPI_Recv(b, 2, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+      CHECK(st.MPI_TAG == (j < M ? 750 : 751) && b[0] == j && b[1] == -j,
+            "overtake past %d: receive %d got tag %d holding %d, %d", M, j, st.MPI_TAG, b[0],
+            b[1]);
+    }
   }
 }
 
@@ -768,6 +797,7 @@ int main(int argc, char **argv) {
   SECTION("comm", freed_comm_and_persistent);
   SECTION("reqfree", freed_request);
   SECTION("overtake", overtaking);
+  SECTION("overtake past many", overtaking_many);
   SECTION("nostatus", status_when_incomplete);
   SECTION("commsend", freed_comm_sends);
   SECTION("persist", persistent_after_probe);

@@ -247,6 +247,10 @@ pub(super) struct State {
     /// under the lock each departure takes anyway: an atomic addition
     /// (a locked instruction) per message cost more.
     seq: u32,
+    /// This process's count of messages taken off the network into the
+    /// stash (`Stashed::seq`): `pull` takes each source's messages in the
+    /// order they were sent.
+    pulled: u32,
     /// Payload tags of persistent split sends (`PTags`).
     ptags: PTags,
 }
@@ -937,6 +941,7 @@ impl Engine {
                     came_during_wait: 0,
                     ptags: PTags::default(),
                     seq: 0,
+                    pulled: 0,
                 }),
             },
             stash_len: AtomicUsize::new(0),

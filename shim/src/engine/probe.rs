@@ -5,6 +5,11 @@
 
 use super::*;
 
+/// The most messages `Engine::pull` takes off the network in one call on
+/// the way to a specific tag: a source that keeps sending other tags does
+/// not hold a probe in one call.
+const PULL_BATCH: usize = 64;
+
 /// A message taken off the network early by a probe, waiting to be received
 /// (the matching rules are `loggp_core::stash`'s).
 pub struct Stashed {
@@ -18,7 +23,9 @@ pub struct Stashed {
     pub(super) l: u64,
     /// Virtual arrival, from `d` (fixed once the message is here).
     pub(super) arrival: u64,
-    /// The sender's sequence number, from the header.
+    /// When it was taken off the network, in this process's count
+    /// (`State::pulled`): of two messages of one source, the one sent
+    /// first was taken first (`Engine::pull`).
     pub(super) seq: u32,
     /// The message as it came: the header, then the payload (`payload`).
     /// Not shifted down over the header: that would move every byte of
@@ -330,8 +337,15 @@ impl Engine {
         }
     }
 
-    /// Takes one matching message off the network into the stash, if any;
-    /// says from which source.
+    /// Takes a matching message off the network into the stash, if one
+    /// has come; says from which source. For a specific tag, the source's
+    /// older messages of other tags come off before it, in the order sent
+    /// (at most `PULL_BATCH` in a call; the match then in a later one), so
+    /// that the stash holds each source's messages in the order they were
+    /// sent, numbered as taken (`Stashed::seq`), and nothing MPI still
+    /// holds of a source is older than what the stash holds of it. The
+    /// sender's sequence number is not needed: a tiny header has none
+    /// (`wire::TINY`).
     pub(super) unsafe fn pull(
         &self,
         src: c_int,
@@ -339,10 +353,45 @@ impl Engine {
         comm: Comm,
     ) -> Result<Option<c_int>, c_int> {
         unsafe {
+            if tag == abi::ANY_TAG {
+                return Ok(self.pull_oldest(src, comm)?.map(|(source, _)| source));
+            }
+            let source = if src == abi::ANY_SOURCE {
+                let mut flag: c_int = 0;
+                let mut st = Status::zeroed();
+                let rc = PMPI_Iprobe(src, tag, comm, &mut flag, &mut st);
+                if !ok(rc) {
+                    return Err(rc);
+                }
+                if flag == 0 {
+                    return Ok(None);
+                }
+                st.source()
+            } else {
+                src
+            };
+            let mut pulled = None;
+            for _ in 0..PULL_BATCH {
+                let Some((s, t)) = self.pull_oldest(source, comm)? else {
+                    break;
+                };
+                pulled = Some(s);
+                if t == tag {
+                    break;
+                }
+            }
+            Ok(pulled)
+        }
+    }
+
+    /// Takes the oldest message of `src` (or of any source) that has come
+    /// off the network into the stash, if any; says its source and tag.
+    unsafe fn pull_oldest(&self, src: c_int, comm: Comm) -> Result<Option<(c_int, c_int)>, c_int> {
+        unsafe {
             let mut flag: c_int = 0;
             let mut msg: Message = self.c.message_null;
             let mut st = Status::zeroed();
-            let rc = PMPI_Improbe(src, tag, comm, &mut flag, &mut msg, &mut st);
+            let rc = PMPI_Improbe(src, abi::ANY_TAG, comm, &mut flag, &mut msg, &mut st);
             if !ok(rc) {
                 return Err(rc);
             }
@@ -396,6 +445,8 @@ impl Engine {
             let arrival = s
                 .gate
                 .arrival_for(h.src(), h.d, payload, Seen::Unknown, k.as_ref());
+            let seq = s.pulled;
+            s.pulled = seq.wrapping_add(1);
             s.stash.push(Stashed {
                 env: Envelope {
                     comm: key(comm),
@@ -408,13 +459,13 @@ impl Engine {
                 src: h.src(),
                 l: h.l(),
                 arrival,
-                seq: h.seq,
+                seq,
                 wire: v,
                 at,
             });
             self.stash_tags.store(s.stash.tag_bits(), Ordering::Relaxed);
             self.stash_len.fetch_add(1, Ordering::Relaxed);
-            Ok(Some(st.source()))
+            Ok(Some((st.source(), st.tag())))
         }
     }
 
