@@ -87,20 +87,21 @@ static void truncation(void) {
   /* 12000 and 9000: a message up to the shim's staging threshold into a
    * smaller receive that lands staged or straight in the buffer by
    * LOGGP_DIRECT_MIN; 12000 and 8000 into receives of the shim's slots;
-   * 12000 and 3000 (sent from a mid slot) into its mid slots.
+   * 12000 and 3000 (sent from a mid slot) into its mid slots; 8 (behind
+   * the tiny header at zero knobs) into 4 and 0.
    * (Open MPI 4.1 and 5.0 move a contiguous message above their eager
    * limit by a single-copy get that writes all of it past a smaller
    * receive buffer; under the shim that buffer was its own.) */
-  static const int sent[] = {100, 20000, 1 << 20, 12000, 9000, 12000, 8000, 12000, 3000};
-  static const int room[] = {50, 10000, 4096, 6000, 5000, 100, 64, 3000, 1000};
+  static const int sent[] = {100, 20000, 1 << 20, 12000, 9000, 12000, 8000, 12000, 3000, 8, 8};
+  static const int room[] = {50, 10000, 4096, 6000, 5000, 100, 64, 3000, 1000, 4, 0};
   unsigned char *b = malloc(1 << 20);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  for (int k = 0; k < 9; k++) {
+  for (int k = 0; k < 11; k++) {
     if (my_rank == 0) {
       fill(b, (size_t)sent[k], 0, 60 + k);
       MPI_OK(MPI_Send(b, sent[k], MPI_BYTE, 1, 60 + k, MPI_COMM_WORLD));
-      fill(b, 64, 0, 70 + k);
-      MPI_OK(MPI_Send(b, 64, MPI_BYTE, 1, 70 + k, MPI_COMM_WORLD));
+      fill(b, 64, 0, 90 + k);
+      MPI_OK(MPI_Send(b, 64, MPI_BYTE, 1, 90 + k, MPI_COMM_WORLD));
     } else if (my_rank == 1) {
       MPI_Status st;
       int rc, cls = -1;
@@ -118,9 +119,9 @@ static void truncation(void) {
             "%d bytes into %d: return %d (class %d), expected class MPI_ERR_TRUNCATE (%d)",
             sent[k], room[k], rc, cls, MPI_ERR_TRUNCATE);
       /* The next message is unaffected. */
-      MPI_OK(MPI_Recv(b, 64, MPI_BYTE, 0, 70 + k, MPI_COMM_WORLD, &st));
-      check_st(&st, 0, 70 + k, 64, "after truncation");
-      CHECK(verify(b, 64, 0, 70 + k) < 0, "after truncation: data differs");
+      MPI_OK(MPI_Recv(b, 64, MPI_BYTE, 0, 90 + k, MPI_COMM_WORLD, &st));
+      check_st(&st, 0, 90 + k, 64, "after truncation");
+      CHECK(verify(b, 64, 0, 90 + k) < 0, "after truncation: data differs");
     }
   }
   /* A Sendrecv whose receive is too small, both halves small (the

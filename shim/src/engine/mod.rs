@@ -409,6 +409,11 @@ pub struct Engine {
     /// nothing varied, one host. A departure is then `now` and nobody reads
     /// it (the receivers' gates are idle), so `depart` reads no clock.
     idle_send: bool,
+    /// Every rank's sender and gate idle (`idle_send` and `idle_gate`
+    /// from the configuration every rank agrees on, one host): an idle
+    /// sender's messages of up to `TINY_MAX` bytes go behind the tiny
+    /// header (`wire::TINY`), which no receiver needs more of.
+    tiny: bool,
     /// This rank's compact headers carry its MPI_COMM_WORLD rank
     /// (`Header::compact`), and their first word without the sequence
     /// number (`wire::compact_head`).
@@ -899,6 +904,10 @@ impl Engine {
                 .unwrap_or(loggp_core::config::direct_min_default(cfg!(ompi))),
         )
         .unwrap_or(usize::MAX);
+        let idle_gate =
+            !(cfg.any_l() || cfg.any_g_big() || cfg.any_g_r() || cfg.any_o_r() || cfg.varied());
+        let idle_send =
+            !(cfg.any_l() || cfg.any_g_big() || cfg.any_g_s() || cfg.any_o_s() || cfg.varied());
         Engine {
             state: StateLock {
                 mutex: Mutex::new(()),
@@ -953,16 +962,9 @@ impl Engine {
             o_r_spin: cfg.o_r,
             uses_seen: RecvGate::new(&cfg, transit).uses_seen(),
             hosts: false,
-            idle_gate: !(cfg.any_l()
-                || cfg.any_g_big()
-                || cfg.any_g_r()
-                || cfg.any_o_r()
-                || cfg.varied()),
-            idle_send: !(cfg.any_l()
-                || cfg.any_g_big()
-                || cfg.any_g_s()
-                || cfg.any_o_s()
-                || cfg.varied()),
+            idle_gate,
+            idle_send,
+            tiny: idle_gate && idle_send,
             stamp_send: cfg.sender_stamps_only(),
             plain_gate: (cfg.any_l() || cfg.any_g_big())
                 && !(cfg.any_g_r() || cfg.any_o_r() || cfg.varied()),
@@ -1001,6 +1003,7 @@ impl Engine {
         self.hosts = true;
         self.idle_gate = false;
         self.idle_send = false;
+        self.tiny = false;
         self.stamp_compact = false;
     }
 

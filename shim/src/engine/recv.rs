@@ -664,7 +664,7 @@ impl Engine {
         }
     }
 
-    /// `finish_recv_as` of a compact message (`Wire::is_compact`): its
+    /// `finish_recv_as` of a compact or tiny message (`Wire::is_compact`): its
     /// payload moves from the header's room to the receive, and a payload
     /// larger than the receive, which MPI did not see as one (the receive
     /// had room for a full header), is raised as MPI raises a truncation.
@@ -679,7 +679,7 @@ impl Engine {
         want_count: bool,
     ) -> c_int {
         unsafe {
-            let payload = got - COMPACT;
+            let payload = wire.payload_len(got);
             let (n, truncated) = match self.place_compact(wire, got) {
                 Ok(placed) => placed,
                 Err(rc) => {
@@ -1070,8 +1070,8 @@ pub(super) struct Landed {
 }
 
 /// Where the payload is when `got` bytes received into slot `s` are a
-/// whole message of the shim's: its header (by its magic, full or
-/// compact) and a payload that fits, empty included (a Barrier's
+/// whole message of the shim's: its header (by its magic, full, compact
+/// or tiny) and a payload that fits, empty included (a Barrier's
 /// messages; a header that came alone has the other magic,
 /// `MAGIC_SPLIT`). A compact message whose payload exceeds the receive
 /// (a truncation that MPI, seeing the room for a full header, did not
@@ -1088,6 +1088,15 @@ unsafe fn landed_whole(s: SlotRef, got: usize) -> Option<Landed> {
                 at: HDR,
                 payload: got - HDR,
             });
+        }
+        if got <= TINY + TINY_MAX {
+            if got >= TINY && is_tiny(p) && got - TINY <= slot.cap as usize {
+                return Some(Landed {
+                    at: TINY,
+                    payload: got - TINY,
+                });
+            }
+            return None;
         }
         if hdr_len(p, got) == COMPACT && got - COMPACT <= slot.cap as usize {
             return Some(Landed {

@@ -707,7 +707,8 @@ impl Engine {
     /// one borrow of the state: the slot holds `[compact header][n bytes
     /// at buf]`, the header written from the rank and the sequence number
     /// alone (what `Header::new` of a departure at 0 and
-    /// `write_compact_to` give).
+    /// `write_compact_to` give); in a job of idle gates (`tiny`) up to
+    /// `TINY_MAX` bytes go behind the tiny header instead.
     #[inline(always)]
     pub(super) unsafe fn slot_idle(&self, buf: *const c_void, n: usize) -> SlotRef {
         unsafe {
@@ -718,6 +719,11 @@ impl Engine {
                 let seq = st.next_seq();
                 (st.slots.take(n), seq)
             };
+            if self.tiny && n <= TINY_MAX {
+                write_tiny(s.ptr());
+                fill_send_slot(&s, TINY, buf, n, 0);
+                return s;
+            }
             write_compact(s.ptr(), self.compact_head, seq, 0);
             fill_send_slot(&s, COMPACT, buf, n, 0);
             s

@@ -33,6 +33,20 @@ pub(super) const COMPACT_MAX: usize = HDR - COMPACT;
 pub(super) const COMPACT_INT: c_int = 16;
 const _: () = assert!(COMPACT_INT as usize == COMPACT && HDR_INT as usize == HDR);
 pub(super) const MAGIC_COMPACT: u16 = 0x502D; // "-P"
+/// The tiny header: its two bytes, `MAGIC_TINY`, alone, before a payload
+/// of at most `TINY_MAX` bytes, in a job where every sender and every
+/// gate is idle (`Engine::tiny`): no departure, rank or sequence number
+/// is read there (a probed message's order is the order it was taken
+/// off the network, `Engine::pull`). Such a message is at most 10 bytes,
+/// shorter than any other form, so its size tells it, and the magic
+/// checks it. Open MPI 4.1's shared memory moves up to 10 bytes of
+/// payload in its fast size (session 33: any longer header beside 8
+/// bytes paid a step of ~20 % of its 8-byte message rate); behind the
+/// compact header the shim's 8-byte rate stood at 0.57× native, behind
+/// this one 0.84× (`scripts/bench-compare.sh`, session 53).
+pub(super) const TINY: usize = 2;
+pub(super) const TINY_MAX: usize = 8;
+pub(super) const MAGIC_TINY: u16 = 0x502A; // "*P"
 /// Ranks and sequence numbers a compact header holds (24 bits).
 pub(super) const COMPACT_MASK: u32 = 0x00FF_FFFF;
 
@@ -213,12 +227,13 @@ impl Header {
         // SAFETY: callers pass a buffer of at least HDR bytes.
         unsafe { p.cast::<Header>().write_unaligned(*self) }
     }
-    /// The header at `p`, in either form (a compact one as its full
-    /// equivalent: `magic` MAGIC, no L of its own, no lag).
+    /// The header at `p`, in any form (a compact or tiny one as its full
+    /// equivalent: `magic` MAGIC, no L of its own, no lag; a tiny one's
+    /// rank, sequence number and departure 0).
     #[inline(always)]
     pub(super) fn read_from(p: *const u8) -> Header {
         // SAFETY: callers pass a buffer of at least HDR bytes, or of a
-        // compact header's 16 (`hdr_len`).
+        // compact header's 16 or a tiny one's 2 (`hdr_len`).
         unsafe {
             if is_compact(p) {
                 let w = p.cast::<u64>().read_unaligned();
@@ -228,6 +243,12 @@ impl Header {
                     d: p.add(8).cast::<u64>().read_unaligned(),
                     l: 0,
                     lag: 0,
+                };
+            }
+            if is_tiny(p) {
+                return Header {
+                    head: head(MAGIC, 0),
+                    ..Header::default()
                 };
             }
             p.cast::<Header>().read_unaligned()
@@ -276,10 +297,23 @@ pub(super) unsafe fn write_compact(p: *mut u8, head: u64, seq: u32, d: u64) {
     }
 }
 
+/// Writes the tiny header at `p` (`TINY` bytes).
+#[inline(always)]
+pub(super) unsafe fn write_tiny(p: *mut u8) {
+    // SAFETY: callers pass a buffer of at least TINY bytes.
+    unsafe { p.cast::<u16>().write_unaligned(MAGIC_TINY) }
+}
+
 /// The low 24 bits of `w`.
 #[inline(always)]
 fn field24(w: u64) -> u32 {
     u32::try_from(w & u64::from(COMPACT_MASK)).unwrap_or(0)
+}
+
+/// Whether the header at `p` is tiny (its first two bytes).
+#[inline(always)]
+pub(super) unsafe fn is_tiny(p: *const u8) -> bool {
+    unsafe { p.cast::<u16>().read_unaligned() == MAGIC_TINY }
 }
 
 /// Whether the header at `p` is compact (its first two bytes).
@@ -289,14 +323,17 @@ unsafe fn is_compact(p: *const u8) -> bool {
 }
 
 /// The length of the header that begins the `got` bytes received at `p`
-/// (read only when `got` is a compact message's size): `COMPACT` for a
-/// compact one, else `HDR` (also for what is no message of the shim's:
-/// the callers' checks of size and magic then refuse it).
+/// (read only when `got` is a compact or tiny message's size): `COMPACT`
+/// for a compact one, `TINY` for a tiny one, else `HDR` (also for what
+/// is no message of the shim's: the callers' checks of size and magic
+/// then refuse it).
 #[inline(always)]
 pub(super) unsafe fn hdr_len(p: *const u8, got: usize) -> usize {
     unsafe {
         if (COMPACT..=HDR).contains(&got) && is_compact(p) {
             COMPACT
+        } else if (TINY..=TINY + TINY_MAX).contains(&got) && is_tiny(p) {
+            TINY
         } else {
             HDR
         }
@@ -437,13 +474,13 @@ impl Wire {
         }
     }
 
-    /// Whether the `got` bytes that landed are a compact message
-    /// (`COMPACT`): its payload then lies in the header's room, even in
-    /// a struct datatype's header block, and `Engine::place_compact`
-    /// moves it to the receive.
+    /// Whether the `got` bytes that landed are a compact or tiny message
+    /// (`COMPACT`, `TINY`): its payload then lies in the header's room,
+    /// even in a struct datatype's header block, and
+    /// `Engine::place_compact` moves it to the receive.
     pub(super) fn is_compact(&self, got: usize) -> bool {
         // SAFETY: a stage and a header block hold at least HDR bytes.
-        unsafe { hdr_len(self.header_ptr(), got) == COMPACT }
+        unsafe { hdr_len(self.header_ptr(), got) != HDR }
     }
 
     /// The payload's bytes of a receive that got `got` bytes: a split
@@ -455,16 +492,18 @@ impl Wire {
         })
     }
 
-    /// The compact payload's bytes (`is_compact`), in the header's room.
+    /// The compact or tiny payload's bytes (`is_compact`), in the
+    /// header's room.
     ///
     /// # Safety
     /// `got` is what MPI reported of this receive, and the wire is not
     /// changed while the slice lives.
     pub(super) unsafe fn compact_payload(&self, got: usize) -> &[u8] {
         unsafe {
+            let at = hdr_len(self.header_ptr(), got);
             std::slice::from_raw_parts(
-                self.header_ptr().add(COMPACT),
-                got.saturating_sub(COMPACT).min(COMPACT_MAX),
+                self.header_ptr().add(at),
+                got.saturating_sub(at).min(HDR - at),
             )
         }
     }
@@ -1036,6 +1075,33 @@ mod tests {
 
     /// The magic is a full header's first four bytes, as a receiver reads
     /// it (`landed_whole`), and the source rank the next four.
+    /// A tiny header tells its length from the bytes alone at the sizes
+    /// it has (2 to 10), and reads back as a full header of rank 0,
+    /// departed at 0; the other forms' first bytes are not tiny.
+    #[test]
+    fn tiny_header_round_trip() {
+        let mut b = [0u8; HDR];
+        unsafe { write_tiny(b.as_mut_ptr()) };
+        for got in TINY..=TINY + TINY_MAX {
+            assert_eq!(unsafe { hdr_len(b.as_ptr(), got) }, TINY, "{got} bytes");
+        }
+        for got in [0, 1, TINY + TINY_MAX + 1, COMPACT, HDR] {
+            assert_eq!(unsafe { hdr_len(b.as_ptr(), got) }, HDR, "{got} bytes");
+        }
+        let r = Header::read_from(b.as_ptr());
+        assert_eq!(r.magic(), MAGIC);
+        assert_eq!((r.src(), r.seq, r.d, r.l, r.lag), (0, 0, 0, 0, 0));
+        let h = header(3, 9, 11);
+        h.write_compact_to(b.as_mut_ptr());
+        assert!(!unsafe { is_tiny(b.as_ptr()) });
+        for magic in [MAGIC, MAGIC_SPLIT] {
+            let mut f = header(3, 9, 11);
+            f.set_magic(magic);
+            f.write_to(b.as_mut_ptr());
+            assert!(!unsafe { is_tiny(b.as_ptr()) });
+        }
+    }
+
     #[test]
     fn magic_leads_the_wire() {
         let mut b = [0u8; HDR];
