@@ -17,7 +17,7 @@
 # what it calls (the shim reduces predefined types itself). Whole-rank totals are not
 # printed: the ranks' waiting loops make them noisy. With OP=p or OP=g,
 # also the count outside the probe's polling (the shim's own less
-# probe_once, iprobe, pull, progress_all and the probe wrappers, plus
+# probe_once, iprobe, pull (pull_one), progress_all and the probe wrappers, plus
 # malloc/free/memcpy), which moves far less between runs. Needs valgrind and
 # scripts/build.sh; SHIM=PATH measures another build. One MPI job at a time.
 set -euo pipefail
@@ -43,7 +43,7 @@ python3 - "$out" "$mpi" "$*" "$what" "${NB:+nb}${OP:-}" <<'PY'
 import collections, re, subprocess, sys
 out, mpi, extra, what, op = sys.argv[1:6]
 calls = 4000
-POLLING = re.compile(r"probe_once|::iprobe|::pull\b|progress_all|MPI_Probe|MPI_Iprobe")
+POLLING = re.compile(r"probe_once|::iprobe|::pull(_one)?\b|progress_all|MPI_Probe|MPI_Iprobe")
 
 def self_counts(path):
     text = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", path],

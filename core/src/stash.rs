@@ -6,11 +6,12 @@
 //! communicator, source and tag with wildcards:
 //! - a receive takes the oldest stashed message that matches it: of the
 //!   first match's source, the one its sender sent first (`seq`: of two
-//!   messages of one source, the one sent first has the earlier). The
-//!   stash does not count on stash order being send order. (The shim
-//!   takes each source's messages off the network in the order sent and
-//!   numbers them as it takes them: a probe for a specific tag takes the
-//!   older messages of other tags with it, `Engine::pull`.);
+//!   messages of one source, the one sent first has the earlier; the
+//!   sender's count of messages from the header, or where headers carry
+//!   none, the order the shim took them off the network in, which it
+//!   keeps to send order there, `Engine::pull`). Stash order is not send
+//!   order: a probe for a specific tag may take a message past older ones
+//!   of other tags, which stay inside MPI;
 //! - a probe at time `now` sees, per source, only the oldest matching
 //!   message (it could not see a later one first), and of those the first
 //!   (in stash order) that has arrived by `now`;
@@ -18,8 +19,7 @@
 //!   MPI still holds from the stashed match's source (`Pattern::unsure`):
 //!   the shim first takes that source's oldest message inside MPI into the
 //!   stash (`source_to_check`) when it may be older (`may_be_older`, from
-//!   its tag), then the rules above decide (in the shim, which takes
-//!   older messages with a match, that message is never older). With a specific
+//!   its tag), then the rules above decide. With a specific
 //!   tag this cannot happen: the probe that stashed a match would have
 //!   found the older one first (MPI matches one source's messages in order).
 //!

@@ -248,8 +248,8 @@ pub(super) struct State {
     /// (a locked instruction) per message cost more.
     seq: u32,
     /// This process's count of messages taken off the network into the
-    /// stash (`Stashed::seq`): `pull` takes each source's messages in the
-    /// order they were sent.
+    /// stash (`Stashed::seq` in a job of tiny headers, where `pull` takes
+    /// each source's messages in the order they were sent).
     pulled: u32,
     /// Payload tags of persistent split sends (`PTags`).
     ptags: PTags,
