@@ -342,26 +342,49 @@ fn report(mpi: Mpi) {
     }
     // Which lanes serve a rank (`idle_lanes`): the idle ones where its
     // side's knobs are zero and not armed (LOGGP_ARM), the timed ones
-    // where a knob of that side is set or armed.
-    for (vars, armed, send, gate) in [
-        (&[("LOGGP_VT", "on")][..], "", true, true),
-        (&[("LOGGP_ARM", "o_r")][..], "o_r", true, false),
-        (&[("LOGGP_ARM", "o_s")][..], "o_s", false, true),
-        (&[("LOGGP_ARM", "L,G")][..], "L,G", false, false),
-        (&[("LOGGP_L", "5us")][..], "", false, false),
+    // where a knob of that side is set or armed; tiny headers where both
+    // sides are idle and no rank runs MPI_THREAD_MULTIPLE (threads.c).
+    for (prog, vars, armed, send, gate, tiny) in [
+        ("hello", &[("LOGGP_VT", "on")][..], "", true, true, true),
+        (
+            "hello",
+            &[("LOGGP_ARM", "o_r")][..],
+            "o_r",
+            true,
+            false,
+            false,
+        ),
+        (
+            "hello",
+            &[("LOGGP_ARM", "o_s")][..],
+            "o_s",
+            false,
+            true,
+            false,
+        ),
+        (
+            "hello",
+            &[("LOGGP_ARM", "L,G")][..],
+            "L,G",
+            false,
+            false,
+            false,
+        ),
+        ("hello", &[("LOGGP_L", "5us")][..], "", false, false, false),
+        ("threads", &[("LOGGP_VT", "on")][..], "", true, true, false),
     ] {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("report directory");
         let path = dir.join("lanes.json");
-        let out = Job::new(mpi, "hello")
+        let out = Job::new(mpi, prog)
             .via(Via::Direct)
             .vars(vars)
             .var("LOGGP_REPORT", &path.display().to_string())
             .run();
-        out.expect_pass("hello: PASS");
+        out.expect_pass(&format!("{prog}: PASS"));
         let t = read("lanes.json", &out);
         let want = format!(
-            "\"virtual_time\":true,\"armed\":\"{armed}\",\"idle_lanes\":{{\"send\":{send},\"gate\":{gate}}}"
+            "\"virtual_time\":true,\"armed\":\"{armed}\",\"idle_lanes\":{{\"send\":{send},\"gate\":{gate},\"tiny\":{tiny}}}"
         );
         assert!(t.contains(&want), "{vars:?}: want {want} in {t}");
     }

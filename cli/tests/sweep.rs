@@ -1037,7 +1037,7 @@ exit $rc"#,
         let r = fs::read_to_string(reports.join(n)).unwrap();
         assert!(
             r.contains("\"armed\": \"L\"")
-                && r.contains("\"idle_lanes\": {\"send\":false,\"gate\":false}"),
+                && r.contains("\"idle_lanes\": {\"send\":false,\"gate\":false,\"tiny\":false}"),
             "{n}: {r}"
         );
     }

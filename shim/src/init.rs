@@ -216,12 +216,16 @@ pub unsafe fn after_init(cfg: Config) {
         // One reduction: the maximum of the fingerprint and of its complement
         // (the complement of the minimum).
         let fp = cfg.fingerprint() ^ crate::coll::config_hash() ^ build_hash();
-        let mine = [fp, !fp];
-        let mut mx = [0u64; 2];
+        // With it, whether any rank runs MPI_THREAD_MULTIPLE: then no rank
+        // sends tiny headers (`Engine::no_tiny`).
+        let mut provided: c_int = abi::THREAD_MULTIPLE;
+        PMPI_Query_thread(&mut provided);
+        let mine = [fp, !fp, u64::from(provided >= abi::THREAD_MULTIPLE)];
+        let mut mx = [0u64; 3];
         PMPI_Iallreduce(
             mine.as_ptr().cast(),
             mx.as_mut_ptr().cast(),
-            2,
+            3,
             c.uint64,
             c.op_max,
             private,
@@ -316,8 +320,6 @@ pub unsafe fn after_init(cfg: Config) {
         // cost of an 8-byte send read 130-140 ns against 30 ns in the run,
         // and o_s=+20us spun 100 ns short).
         engine::learn_status_count(c.byte);
-        let mut provided: c_int = abi::THREAD_MULTIPLE;
-        PMPI_Query_thread(&mut provided);
         crate::clock::set_one_thread(provided < abi::THREAD_MULTIPLE);
         // While the transit is measured (every knob zero), the gate must never
         // hold a message: read every departure a second early, so that what
@@ -391,6 +393,9 @@ pub unsafe fn after_init(cfg: Config) {
         e.set_own_costs(native.own_send_ns, native.own_recv_ns);
         e.set_pairs(&host_of);
         e.set_thread_level(provided);
+        if mx[2] != 0 {
+            e.no_tiny();
+        }
         if let Some(h) = hosts {
             e.set_hosts(h);
             e.set_drift(DriftCorrection::new(h.tag, &epochs));
@@ -1287,7 +1292,7 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
         }
         let c = &e.cfg;
         let json = format!(
-        "{{\n  \"tool\": \"loggp-shim\",\n  \"rank\": {},\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"mpi_library\": \"{}\",\n  \"shim_built_for\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"armed\": \"{}\",\n  \"idle_lanes\": {{\"send\":{},\"gate\":{}}},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5},\"points\":[{}]}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
+        "{{\n  \"tool\": \"loggp-shim\",\n  \"rank\": {},\n  \"mpi\": \"{}\",\n  \"mpi_version\": \"{}\",\n  \"mpi_library\": \"{}\",\n  \"shim_built_for\": \"{}\",\n  \"ranks\": {},\n  \"virtual_time\": {},\n  \"armed\": \"{}\",\n  \"idle_lanes\": {{\"send\":{},\"gate\":{},\"tiny\":{}}},\n  \"knobs\": {{\"L_ns\":{},\"o_s_ns\":{},\"o_r_ns\":{},\"g_s_ns\":{},\"g_r_ns\":{},\"G_ns_per_byte\":{},\"send_queue\":{}}},\n  \"native_transit\": {{\"base_ns\":{:.1},\"per_byte_ns\":{:.5},\"points\":[{}]}},\n  \"per_rank\": [\n    {}\n  ]\n}}\n",
         if per_rank { e.rank.to_string() } else { "null".into() },
         FLAVOUR.cli_name(),
         loaded().0,
@@ -1298,6 +1303,7 @@ unsafe fn write_report(e: &Engine, comm: Comm, path: &str) {
         loggp_core::config::arm_text(c.armed),
         e.idle_lanes().0,
         e.idle_lanes().1,
+        e.tiny_headers(),
         c.l,
         c.o_s,
         c.o_r,

@@ -1014,6 +1014,12 @@ impl Engine {
         (self.idle_send, self.idle_gate)
     }
 
+    /// Whether this rank sends small messages behind the tiny header
+    /// (`tiny`). For the report.
+    pub fn tiny_headers(&self) -> bool {
+        self.tiny
+    }
+
     /// The drift rate in use for departures of host `tag` (ppm · 1e-6).
     pub fn drift_rate(&self, tag: u64) -> f64 {
         self.lock().gate.drift_rate(tag)
@@ -1195,6 +1201,15 @@ impl Engine {
     /// Tells the shim the thread level MPI provides: below
     /// MPI_THREAD_MULTIPLE the engine's state needs no mutex (`StateLock`)
     /// and per-thread values are kept once (`clock::OneThread`).
+    /// Some rank runs under MPI_THREAD_MULTIPLE: no tiny headers (every
+    /// rank is told alike). Their price there: a probe for a specific tag
+    /// takes its source's older messages of other tags off the network
+    /// (`pull`), and a receive for one of those that another thread had
+    /// just found the stash without would wait in MPI for a later one.
+    pub fn no_tiny(&mut self) {
+        self.tiny = false;
+    }
+
     pub fn set_thread_level(&self, provided: c_int) {
         crate::clock::set_one_thread(provided < abi::THREAD_MULTIPLE);
     }
