@@ -357,10 +357,10 @@ impl Engine {
     /// (`State::pulled`): it holds each source's in send order, and MPI
     /// holds none older. Not in other jobs: a probe of the last of a
     /// burst would take the whole burst through the stash (the
-    /// calibration's gr_burst: 4553 -> 15086 of the shim's instructions
-    /// per 16-message burst on its receiver, `OP=g
-    /// scripts/bench-instr-coll.sh openmpi`, while the timed receives got
-    /// cheaper).
+    /// calibration's gr_burst: 4553 -> 15643 of the shim's instructions
+    /// per 16-message burst on its receiver outside the probe's polling,
+    /// `OP=g scripts/bench-instr-coll.sh openmpi`, while the timed
+    /// receives got cheaper: the calibration's g_r would read low).
     pub(super) unsafe fn pull(
         &self,
         src: c_int,

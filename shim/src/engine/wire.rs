@@ -42,8 +42,9 @@ pub(super) const MAGIC_COMPACT: u16 = 0x502D; // "-P"
 /// checks it. Open MPI 4.1's shared memory moves up to 10 bytes of
 /// payload in its fast size (session 33: any longer header beside 8
 /// bytes paid a step of ~20 % of its 8-byte message rate); behind the
-/// compact header the shim's 8-byte rate stood at 0.57× native, behind
-/// this one 0.84× (`scripts/bench-compare.sh`, session 53).
+/// compact header the shim's 8-byte rate there stood at 0.53–0.57×
+/// native, behind this one 0.84–0.85× (`scripts/bench-compare.sh`, two
+/// runs, session 53).
 pub(super) const TINY: usize = 2;
 pub(super) const TINY_MAX: usize = 8;
 pub(super) const MAGIC_TINY: u16 = 0x502A; // "*P"
