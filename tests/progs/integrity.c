@@ -52,8 +52,8 @@ static void sizes(void) {
   /* 200 and 3000: receives (n + pad) into the shim's mid slots, sent
    * from a slot and from a mid slot; 10 KiB: a receive above the slots and
    * up to its staging threshold, which lands staged or straight in the
-   * buffer by LOGGP_DIRECT_MIN. */
-  static const int sz[] = {0, 1, 8, 200, 3000, 4 * KIB, 10 * KIB, 64 * KIB, MIB};
+   * buffer by LOGGP_DIRECT_MIN; 16 KiB: sent as a struct from there. */
+  static const int sz[] = {0, 1, 8, 200, 3000, 4 * KIB, 10 * KIB, 16 * KIB, 64 * KIB, MIB};
   const int nsz = (int)(sizeof sz / sizeof sz[0]);
   const int pad = 64;
   unsigned char *b = malloc(MIB + pad);

@@ -88,15 +88,18 @@ static void truncation(void) {
    * smaller receive that lands staged or straight in the buffer by
    * LOGGP_DIRECT_MIN; 12000 and 8000 into receives of the shim's slots;
    * 12000 and 3000 (sent from a mid slot) into its mid slots; 8 (behind
-   * the tiny header at zero knobs) into 4 and 0.
+   * the tiny header at zero knobs) into 4 and 0; 16384 (sent from
+   * LOGGP_DIRECT_MIN as a struct on both MPIs) into a mid slot and a
+   * staging buffer.
    * (Open MPI 4.1 and 5.0 move a contiguous message above their eager
    * limit by a single-copy get that writes all of it past a smaller
    * receive buffer; under the shim that buffer was its own.) */
-  static const int sent[] = {100, 20000, 1 << 20, 12000, 9000, 12000, 8000, 12000, 3000, 8, 8};
-  static const int room[] = {50, 10000, 4096, 6000, 5000, 100, 64, 3000, 1000, 4, 0};
+  static const int sent[] = {100,  20000, 1 << 20, 12000, 9000, 12000, 8000,
+                             12000, 3000, 8,       8,     16384, 16384};
+  static const int room[] = {50, 10000, 4096, 6000, 5000, 100, 64, 3000, 1000, 4, 0, 8000, 16000};
   unsigned char *b = malloc(1 << 20);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  for (int k = 0; k < 11; k++) {
+  for (int k = 0; k < 13; k++) {
     if (my_rank == 0) {
       fill(b, (size_t)sent[k], 0, 60 + k);
       MPI_OK(MPI_Send(b, sent[k], MPI_BYTE, 1, 60 + k, MPI_COMM_WORLD));

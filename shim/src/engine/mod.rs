@@ -390,8 +390,9 @@ pub struct Engine {
     slot_max: usize,
     /// Receives of one contiguous block with at least this capacity (up
     /// to `LOGGP_INLINE_MAX`) land in the application's buffer through a
-    /// struct datatype instead of a staging copy (`LOGGP_DIRECT_MIN`, or
-    /// the MPI's default).
+    /// struct datatype instead of a staging copy, and sends of at least
+    /// this many bytes go from it so (`Engine::stages`;
+    /// `LOGGP_DIRECT_MIN`, or the MPI's default).
     direct_min: usize,
     /// Spin per send and per delivery: o_s and o_r less the shim's own cost
     /// in those calls, learned at start-up (`init::measure_native`).

@@ -448,7 +448,12 @@ impl Engine {
     }
 
     /// Whether a send of `bytes` may go staged, `[header][payload]` in one
-    /// contiguous buffer: up to `LOGGP_INLINE_MAX`, and on Open MPI only
+    /// contiguous buffer: up to `LOGGP_INLINE_MAX`, below
+    /// `LOGGP_DIRECT_MIN` (from there it goes as the struct `{header,
+    /// buffer}`, as a receive with that room lands: staged, MPICH 4.0's
+    /// 16 KiB stream moved 0.66x native, as the struct 0.76x,
+    /// `bench-compare.sh`'s bw_16k, and windows of distinct buffers
+    /// 0.85x against 1.17x, `bench-midsize.sh`), and on Open MPI only
     /// while it goes by the eager protocol (`OMPI_STAGED_MAX`). Open MPI
     /// 4.1 and 5.0 move a larger contiguous message by a single-copy get
     /// that, when the receive is smaller (a truncation), writes the whole
@@ -458,7 +463,7 @@ impl Engine {
     /// by copies that stop at the receive's end.
     #[inline(always)]
     pub(super) fn stages(&self, bytes: u64) -> bool {
-        bytes <= self.cfg.inline_max && one_block_is_safe(bytes)
+        bytes <= self.cfg.inline_max && bytes < self.direct_min as u64 && one_block_is_safe(bytes)
     }
 
     /// Posts a split send: the payload as it is to world rank `w` on
