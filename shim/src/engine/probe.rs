@@ -177,7 +177,7 @@ impl Engine {
             if let Some(source) = check {
                 self.settle(source, comm)?;
             }
-            let taken = self.lock().stash.take_for_recv(&p);
+            let taken = self.lock().stash.take_for_recv(&p, self.tiny);
             if taken.is_some() {
                 self.stash_len.fetch_sub(1, Ordering::Relaxed);
             }
@@ -546,7 +546,7 @@ impl Engine {
                     None
                 } else {
                     let mut s = self.lock();
-                    match s.stash.find_for_probe(&p, now()) {
+                    match s.stash.find_for_probe(&p, now(), self.tiny) {
                         Some((_, m))
                             if p.unsure() && !self.tiny && !checked.contains(&m.env.source) =>
                         {
