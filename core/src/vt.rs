@@ -492,7 +492,7 @@ impl RecvGate {
 
     /// `reserve` with what the receiver saw of the native arrival.
     pub fn reserve_seen(&mut self, now: u64, d: u64, bytes: u64, seen: Seen) -> u64 {
-        self.reserve_for(NO_SRC, now, d, bytes, seen, None)
+        self.reserve_for(NO_SRC, now, d, 0, bytes, seen, None)
     }
 
     /// `reserve_seen` of a message from `src` with the pair's knobs `k`
@@ -508,18 +508,25 @@ impl RecvGate {
     /// source, the most by which it beat the class's transit, and floors
     /// that source's messages that much earlier. A receiver that takes a
     /// message late only ever sees it later than it came, so nothing
-    /// moves a floor up.
+    /// moves a floor up. The transit runs from the message's hand-off to
+    /// MPI, `lag` ns before its departure `d` (`g_s`, `G` or a full send
+    /// queue put `d` later; `u32::MAX`: that long or longer, which tells
+    /// nothing): measured from `d`, a stream of messages
+    /// under a `G` floor seemed to beat the transit by their queueing,
+    /// and the floors of their source's later messages lost it.
     ///
     /// In line: the shim calls it once per delivery under L, and a call
     /// of its own cost ~22 instructions of its ~70 (`scripts/
     /// bench-instr-pingpong.sh openmpi LOGGP_ARM=L`; a plain `inline`
     /// was not taken).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub fn reserve_for(
         &mut self,
         src: u32,
         now: u64,
         d: u64,
+        lag: u32,
         bytes: u64,
         seen: Seen,
         k: Option<&Knobs>,
@@ -529,7 +536,9 @@ impl RecvGate {
         let one_way = now.saturating_sub(local);
         self.min_one_way = self.min_one_way.min(one_way);
         if self.any_l_or_g && src < MAX_TRACKED_SRC {
-            let sooner = class_ns.saturating_sub(one_way);
+            // From the hand-off: `one_way + lag` (where `d` lies past `now`,
+            // longer than it was: a floor learns less, never too much).
+            let sooner = class_ns.saturating_sub(one_way.saturating_add(u64::from(lag)));
             if sooner > self.ahead_of(src) {
                 let i = src as usize;
                 if self.ahead.len() <= i {
@@ -793,10 +802,13 @@ mod tests {
         assert_eq!(g.ready_at_for(3, 0, 8, Seen::Unknown, None), 32_000);
         // Its first message came 5.5 us after departure: that is its
         // transit at most, and it is floored there already: + L = 25.5 us.
-        assert_eq!(g.reserve_for(3, 5_500, 0, 8, Seen::Unknown, None), 25_500);
+        assert_eq!(
+            g.reserve_for(3, 5_500, 0, 0, 8, Seen::Unknown, None),
+            25_500
+        );
         // Its next message is floored at 5.5 us: + L = 25.5 us.
         assert_eq!(
-            g.reserve_for(3, 105_500, 100_000, 8, Seen::Unknown, None),
+            g.reserve_for(3, 105_500, 100_000, 0, 8, Seen::Unknown, None),
             125_500
         );
         // And at the other sizes by as much (the class's curve less 6.5).
@@ -809,12 +821,12 @@ mod tests {
         // Taken late (the receiver was busy), a message says nothing new:
         // source 3 stays 6.5 us ahead.
         assert_eq!(
-            g.reserve_for(3, 450_000, 400_000, 8, Seen::Unknown, None),
+            g.reserve_for(3, 450_000, 400_000, 0, 8, Seen::Unknown, None),
             450_000
         );
         assert_eq!(g.ready_at_for(3, 500_000, 8, Seen::Unknown, None), 525_500);
         // A source that beat the class by more moves only its own floor.
-        g.reserve_for(7, 601_000, 600_000, 8, Seen::Unknown, None);
+        g.reserve_for(7, 601_000, 600_000, 0, 8, Seen::Unknown, None);
         assert_eq!(g.ready_at_for(7, 700_000, 8, Seen::Unknown, None), 721_000);
         assert_eq!(g.ready_at_for(3, 700_000, 8, Seen::Unknown, None), 725_500);
         // No source named (NO_SRC), or ranks beyond the tracked ones: the
@@ -823,18 +835,53 @@ mod tests {
             g.ready_at_for(NO_SRC, 800_000, 8, Seen::Unknown, None),
             832_000
         );
-        g.reserve_for(MAX_TRACKED_SRC, 901_000, 900_000, 8, Seen::Unknown, None);
+        g.reserve_for(MAX_TRACKED_SRC, 901_000, 900_000, 0, 8, Seen::Unknown, None);
         assert_eq!(
             g.ready_at_for(MAX_TRACKED_SRC, 1_000_000, 8, Seen::Unknown, None),
             1_032_000
         );
     }
 
+    /// A stream under a `G` floor: the sender hands each message to MPI
+    /// at its native pace (every 5 us) while the floor departs them every
+    /// 10 us, `lag` apart. Measured from the departure, each later
+    /// message seemed to beat the transit by its queueing, and the
+    /// source's floor lost the transit (deliveries 5 us apart, the
+    /// native pace). From the hand-off they stay the floor's 10 us
+    /// apart; a message whose lag is unknown teaches nothing.
+    #[test]
+    fn a_floors_queueing_is_not_a_faster_transit() {
+        let bytes = 100_000;
+        let t = Transit::from_points(&[(8, 1_000.0), (1 << 20, 1_000.0 + 0.05 * (1 << 20) as f64)]);
+        let c = cfg(|c| c.g_big = 0.1);
+        let (mut send, mut g) = (SendSide::new(&c), RecvGate::new(&c, t));
+        let transit = round_ns(t.of(bytes));
+        let mut last: Option<(u64, u64)> = None;
+        for k in 0..8u64 {
+            let handed = 5_000 * k;
+            let dep = send.depart(handed, bytes);
+            let lag = u32::try_from(dep.d - dep.ready).unwrap();
+            let now = (handed + transit).max(last.map_or(0, |l| l.1));
+            let r = g.reserve_for(3, now, dep.d, lag, bytes, Seen::Unknown, None);
+            assert!(
+                r >= dep.d + transit,
+                "message {k}: delivered before its floor"
+            );
+            if let Some((d0, r0)) = last {
+                assert_eq!(r - r0, dep.d - d0, "message {k}");
+            }
+            last = Some((dep.d, r));
+        }
+        let mut g = RecvGate::new(&c, t);
+        g.reserve_for(3, 50_000, 60_000, u32::MAX, bytes, Seen::Unknown, None);
+        assert!(g.ahead.is_empty());
+    }
+
     #[test]
     fn without_l_or_g_nothing_is_learned_per_source() {
         let t = Transit::from_points(&[(8, 12_000.0), (1 << 20, 100_000.0)]);
         let mut g = RecvGate::new(&cfg(|c| c.g_r = 1_000), t);
-        g.reserve_for(3, 5_500, 0, 8, Seen::Unknown, None);
+        g.reserve_for(3, 5_500, 0, 0, 8, Seen::Unknown, None);
         assert!(g.ahead.is_empty());
     }
 
@@ -954,16 +1001,16 @@ mod tests {
         let k1 = c.knobs(pair(1, 0));
         let k2 = c.knobs(pair(2, 0));
         assert_eq!(
-            g.reserve_for(NO_SRC, 1_000, 0, 8, Seen::Unknown, Some(&k1)),
+            g.reserve_for(NO_SRC, 1_000, 0, 0, 8, Seen::Unknown, Some(&k1)),
             21_000
         );
         // From 2: no L, but 10 us after the previous delivery (from 1).
         assert_eq!(
-            g.reserve_for(NO_SRC, 21_000, 20_500, 8, Seen::Unknown, Some(&k2)),
+            g.reserve_for(NO_SRC, 21_000, 20_500, 0, 8, Seen::Unknown, Some(&k2)),
             31_000
         );
         assert_eq!(
-            g.reserve_for(NO_SRC, 42_000, 41_000, 8, Seen::Unknown, Some(&k2)),
+            g.reserve_for(NO_SRC, 42_000, 41_000, 0, 8, Seen::Unknown, Some(&k2)),
             42_000
         );
         // From 1: L, and no gap.

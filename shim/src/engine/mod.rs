@@ -402,6 +402,11 @@ pub struct Engine {
     uses_seen: bool,
     /// Ranks on several hosts: deliveries feed the drift correction.
     hosts: bool,
+    /// Every header carries its lag (`Header::compact`): across hosts (the
+    /// gate learns the clocks' drift from it) and where `g_s` or `G` may
+    /// put a departure after its hand-off to MPI (the gate's per-source
+    /// floors run from the hand-off, `RecvGate::reserve_for`).
+    keep_lag: bool,
     /// The gate decides nothing: no L, G, g_r or o_r for any pair, nothing
     /// varied, one host. Every delivery is then due when it is asked for,
     /// and the gate reads no clock (`Engine::gate`).
@@ -963,6 +968,7 @@ impl Engine {
             o_r_spin: cfg.o_r,
             uses_seen: RecvGate::new(&cfg, transit).uses_seen(),
             hosts: false,
+            keep_lag: cfg.any_g_s() || cfg.any_g_big(),
             idle_gate,
             idle_send,
             tiny: idle_gate && idle_send,
@@ -1002,6 +1008,7 @@ impl Engine {
     pub fn set_drift(&mut self, d: loggp_core::clocks::DriftCorrection) {
         self.state.cell.get_mut().gate.set_drift(d);
         self.hosts = true;
+        self.keep_lag = true;
         self.idle_gate = false;
         self.idle_send = false;
         self.tiny = false;

@@ -455,7 +455,7 @@ impl Engine {
         let h = Header::read_from(s.ptr());
         let r = g
             .gate
-            .reserve_for(h.src(), t, h.d, payload as u64, seen, None);
+            .reserve_for(h.src(), t, h.d, h.lag, payload as u64, seen, None);
         if let Seen::CameAt(_) = seen {
             g.came_during_wait += 1;
         }
@@ -1024,7 +1024,9 @@ impl Engine {
                 };
                 st.gate.observe(at, d, lag, payload);
             }
-            let r = st.gate.reserve_for(src, t, d, payload, seen, k.as_ref());
+            let r = st
+                .gate
+                .reserve_for(src, t, d, lag, payload, seen, k.as_ref());
             if let Seen::CameAt(_) = seen {
                 st.came_during_wait += 1;
             }

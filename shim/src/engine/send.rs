@@ -366,7 +366,7 @@ impl Engine {
             let s = self.lock().slots.take(n);
             let p = s.ptr();
             // A payload that fits behind a compact header goes so (`COMPACT`).
-            let at = if n <= COMPACT_MAX && hdr.compact(self.hosts) {
+            let at = if n <= COMPACT_MAX && hdr.compact(self.keep_lag) {
                 hdr.write_compact_to(p);
                 COMPACT
             } else {
@@ -1034,11 +1034,12 @@ impl Engine {
             }
             let h = Box::new(Header::placeholder(self.rank));
             // Compact at every Start: a tiny payload, and no header field
-            // the compact form leaves out (no drawn L; one host, where a
-            // lag need not travel). Decided once: the datatype is fixed.
+            // the compact form leaves out (no drawn L; no lag that must
+            // travel, `Engine::keep_lag`). Decided once: the datatype is
+            // fixed.
             let compact = bytes <= COMPACT_MAX as u64
                 && self.cfg.l_dist.is_fixed()
-                && !self.hosts
+                && !self.keep_lag
                 && h.compact(false);
             // A small contiguous payload: staged as a slot's send is (one
             // contiguous message; MPICH 4.0 sends an 8-byte struct

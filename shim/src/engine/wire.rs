@@ -257,11 +257,12 @@ impl Header {
     }
 
     /// Whether this header may travel compact: nothing in it that the
-    /// compact form leaves out. `lag` matters only across hosts (the
-    /// receiver learns the clocks' drift from it: `hosts`).
+    /// compact form leaves out. `lag` matters only where it must travel
+    /// (`keep_lag`: across hosts, or where `g_s` or `G` may put `d` after
+    /// the hand-off; `Engine::keep_lag`).
     #[inline(always)]
-    pub(super) fn compact(&self, hosts: bool) -> bool {
-        self.l == 0 && (self.lag == 0 || !hosts) && self.src() <= COMPACT_MASK
+    pub(super) fn compact(&self, keep_lag: bool) -> bool {
+        self.l == 0 && (self.lag == 0 || !keep_lag) && self.src() <= COMPACT_MASK
     }
 
     /// Writes the compact form (`compact` must hold): 16 bytes at `p`.
@@ -860,7 +861,7 @@ impl Engine {
         comm: Comm,
     ) -> Result<(), c_int> {
         unsafe {
-            let compact = hdr.compact(self.hosts);
+            let compact = hdr.compact(self.keep_lag);
             if let Some(n) = contiguous_bytes(dt, count, size) {
                 let at = if compact && n <= COMPACT_MAX {
                     COMPACT
@@ -1224,7 +1225,7 @@ mod tests {
     }
 
     /// What the compact form cannot carry keeps the full one: a drawn L, a
-    /// rank beyond 24 bits, and across hosts a lag.
+    /// rank beyond 24 bits, and a lag where it must travel.
     #[test]
     fn compact_only_when_nothing_is_lost() {
         let mut h = header(3, 1, 5);
